@@ -1,0 +1,92 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+let package = Package(
+  name: "docsync",
+  platforms: [.macOS(.v15)],
+  products: [
+    .executable(name: "docsync", targets: ["docsync"])
+  ],
+  dependencies: [
+    .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+    .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+  ],
+  targets: [
+    .systemLibrary(
+      name: "CFuse",
+      pkgConfig: "fuse3",
+      providers: [.apt(["libfuse3-dev"])]
+    ),
+    .target(
+      name: "FuseLowLevel",
+      dependencies: ["CFuse", .product(name: "SystemPackage", package: "swift-system")],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "DocumentModel",
+      dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "LocalStore",
+      dependencies: [
+        .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "SystemPackage", package: "swift-system"),
+      ],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "DocumentFileSystem",
+      dependencies: ["LocalStore", .product(name: "SystemPackage", package: "swift-system")],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "FuseMount",
+      dependencies: ["FuseLowLevel", "DocumentFileSystem"],
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "docsync",
+      dependencies: [
+        "FuseMount",
+        .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "FileSystemConformance",
+      dependencies: [.product(name: "SystemPackage", package: "swift-system")],
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "bench-model",
+      dependencies: ["DocumentModel"],
+      path: "Tools/BenchModel",
+      swiftSettings: strict
+    ),
+    .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
+    .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
+    .testTarget(
+      name: "DocumentFileSystemTests",
+      dependencies: ["DocumentFileSystem", "FileSystemConformance"],
+      swiftSettings: strict
+    ),
+    .testTarget(name: "FuseLowLevelTests", dependencies: ["FuseLowLevel"], swiftSettings: strict),
+    .testTarget(
+      name: "FileSystemConformanceTests",
+      dependencies: ["FileSystemConformance"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "MountTests",
+      dependencies: ["FileSystemConformance"],
+      swiftSettings: strict
+    ),
+  ]
+)
