@@ -1,0 +1,72 @@
+import Glibc
+import LocalStore
+import SystemPackage
+
+extension DocumentFileSystem {
+  static let userNamespace = Array("user.".utf8)
+  static let maximumAttributeValue = 65536
+  // XATTR_CREATE and XATTR_REPLACE from <sys/xattr.h>, which Glibc's module does not export.
+  static let createOnly: Int32 = 1
+  static let replaceOnly: Int32 = 2
+
+  /// Only `user.` attributes are kept (and synced later); the other namespaces belong to the
+  /// system. POSIX ACL names get ENODATA on read and EOPNOTSUPP on write, so that `cp -a` and
+  /// vim's save (which sets an ACL xattr) carry on as on a file system without ACLs.
+  static func isUserAttribute(_ name: [UInt8]) -> Bool {
+    name.count > userNamespace.count && name.starts(with: userNamespace)
+  }
+
+  /// setxattr, with XATTR_CREATE and XATTR_REPLACE.
+  public func setExtendedAttribute(
+    inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32, caller: Caller
+  ) throws(Errno) {
+    try lock.withLock { () throws(Errno) in
+      if inode == Self.versionsInode { throw .readOnlyFileSystem }
+      let node = try node(inode)
+      if name.isEmpty || name.count > 255 { throw .outOfRange }
+      guard Self.isUserAttribute(name) else { throw .notSupportedOnSocket }
+      // As Linux: user attributes exist only on regular files and folders.
+      guard node.isRegular || node.isDirectory else { throw .notPermitted }
+      if value.count > Self.maximumAttributeValue { throw .argListTooLong }
+      let exists = node.extendedAttributes[name] != nil
+      if flags & Self.createOnly != 0 && exists { throw .fileExists }
+      if flags & Self.replaceOnly != 0 && !exists { throw .noData }
+      let bytes = [UInt8](value)
+      touchChangeTime(node)
+      try persist([
+        .putExtendedAttribute(ExtendedAttributeRecord(inode: inode, name: name, value: bytes)),
+        .putInode(node.record),
+      ])
+      node.extendedAttributes[name] = bytes
+    }
+  }
+
+  /// getxattr: the whole value.
+  public func extendedAttribute(inode: UInt64, name: [UInt8]) throws(Errno) -> [UInt8] {
+    try lock.withLock { () throws(Errno) -> [UInt8] in
+      if inode == Self.versionsInode { throw .noData }
+      guard let value = try node(inode).extendedAttributes[name] else { throw .noData }
+      return value
+    }
+  }
+
+  /// listxattr.
+  public func extendedAttributeNames(inode: UInt64) throws(Errno) -> [[UInt8]] {
+    try lock.withLock { () throws(Errno) -> [[UInt8]] in
+      if inode == Self.versionsInode { return [] }
+      return try node(inode).extendedAttributes.keys.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+  }
+
+  /// removexattr.
+  public func removeExtendedAttribute(inode: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
+    try lock.withLock { () throws(Errno) in
+      if inode == Self.versionsInode { throw .readOnlyFileSystem }
+      let node = try node(inode)
+      guard node.extendedAttributes[name] != nil else { throw .noData }
+      touchChangeTime(node)
+      try persist([.deleteExtendedAttribute(inode: inode, name: name), .putInode(node.record)])
+      node.extendedAttributes[name] = nil
+    }
+  }
+}

@@ -1,0 +1,131 @@
+import Glibc
+import LocalStore
+import SystemPackage
+
+/// An open file: its handle and the working file's descriptor that reads and writes use.
+public struct OpenFile: Sendable {
+  public var handle: UInt64
+  public var descriptor: Int32
+}
+
+extension DocumentFileSystem {
+  /// The flags of an open that carry over to the working file. The working file is always
+  /// opened for reading and writing: the kernel reads pages of files opened write-only
+  /// (partial page writes, mmap), and the mount's own permission checks are the kernel's.
+  static func workingFileFlags(_ flags: Int32) -> Int32 {
+    O_RDWR | O_CLOEXEC | (flags & (O_APPEND | O_TRUNC | O_SYNC | O_DSYNC))
+  }
+
+  /// Creates the working file of a new inode and opens it.
+  func createWorkingFile(_ inode: UInt64, flags: Int32) throws(Errno) -> Int32? {
+    let fd = openat(
+      store.workingFiles, workingFileName(inode),
+      Self.workingFileFlags(flags) | O_CREAT | O_TRUNC, 0o600)
+    guard fd >= 0 else { throw Errno(rawValue: errno) }
+    return fd
+  }
+
+  /// create: a new regular file, opened.
+  public func create(parent: UInt64, name: [UInt8], mode: UInt32, flags: Int32, caller: Caller)
+    throws(Errno) -> (stat, OpenFile)
+  {
+    try lock.withLock { () throws(Errno) -> (stat, OpenFile) in
+      let folder = try prepareNewName(parent: parent, name: name)
+      let record = newRecord(in: folder, mode: UInt32(S_IFREG) | (mode & 0o7777), caller: caller)
+      guard let fd = try createWorkingFile(record.inode, flags: flags) else { throw .ioError }
+      let node: Node
+      do throws(Errno) {
+        node = try insert(record, name: name, in: folder)
+      } catch {
+        close(fd)
+        _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+        throw error
+      }
+      node.openCount += 1
+      openFiles[UInt64(fd)] = node.inode
+      return (try attributes(node), OpenFile(handle: UInt64(fd), descriptor: fd))
+    }
+  }
+
+  /// open.
+  public func open(inode: UInt64, flags: Int32, caller: Caller) throws(Errno) -> OpenFile {
+    try lock.withLock { () throws(Errno) -> OpenFile in
+      if inode == Self.versionsInode { throw .isDirectory }
+      let node = try node(inode)
+      if node.isDirectory { throw .isDirectory }
+      guard node.isRegular else {
+        throw node.isSymlink ? .tooManySymbolicLinkLevels : .notSupported
+      }
+      let fd = openat(store.workingFiles, workingFileName(inode), Self.workingFileFlags(flags))
+      guard fd >= 0 else { throw Errno(rawValue: errno) }
+      node.openCount += 1
+      openFiles[UInt64(fd)] = inode
+      return OpenFile(handle: UInt64(fd), descriptor: fd)
+    }
+  }
+
+  /// The working file's descriptor behind an open handle, for zero-copy reads.
+  public func descriptor(handle: UInt64) -> Int32 { Int32(truncatingIfNeeded: handle) }
+
+  /// read, into memory.
+  public func read(handle: UInt64, offset: Int64, count: Int) throws(Errno) -> [UInt8] {
+    var buffer = [UInt8](repeating: 0, count: count)
+    var done = 0
+    while done < count {
+      let n = buffer.withUnsafeMutableBytes { raw in
+        pread(
+          descriptor(handle: handle), raw.baseAddress! + done, count - done,
+          off_t(offset) + off_t(done))
+      }
+      if n < 0 {
+        if errno == EINTR { continue }
+        throw Errno(rawValue: errno)
+      }
+      if n == 0 { break }
+      done += n
+    }
+    buffer.removeLast(count - done)
+    return buffer
+  }
+
+  /// write.
+  public func write(handle: UInt64, data: UnsafeRawBufferPointer, offset: Int64) throws(Errno)
+    -> Int
+  {
+    var done = 0
+    while done < data.count {
+      let n = pwrite(
+        descriptor(handle: handle), data.baseAddress! + done, data.count - done,
+        off_t(offset) + off_t(done))
+      if n < 0 {
+        if errno == EINTR { continue }
+        if done > 0 { break }
+        throw Errno(rawValue: errno)
+      }
+      done += n
+    }
+    return done
+  }
+
+  /// flush: called at every close of a file descriptor; nothing is buffered here.
+  public func flush(handle: UInt64) throws(Errno) {}
+
+  /// release: the last close of an open file.
+  public func release(handle: UInt64) {
+    lock.withLock {
+      guard let inode = openFiles.removeValue(forKey: handle) else { return }
+      close(descriptor(handle: handle))
+      if let node = nodes[inode] {
+        node.openCount -= 1
+        reapIfUnused(node)
+      }
+    }
+  }
+
+  /// fsync and fdatasync: the content, and the entry that names the file, become durable.
+  public func synchronize(handle: UInt64, dataOnly: Bool) throws(Errno) {
+    let fd = descriptor(handle: handle)
+    guard (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 else { throw Errno(rawValue: errno) }
+    store.syncJournal()
+  }
+}

@@ -1,0 +1,451 @@
+import Glibc
+import LocalStore
+import SystemPackage
+
+/// Who asks for an operation: the calling process's ids, as the kernel reports them.
+public struct Caller: Sendable {
+  public var uid: UInt32
+  public var gid: UInt32
+  public var pid: Int32
+
+  public init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
+    self.uid = uid
+    self.gid = gid
+    self.pid = pid
+  }
+
+  /// The process that runs this code.
+  public static var current: Caller { Caller(uid: getuid(), gid: getgid(), pid: getpid()) }
+}
+
+/// The changes that one setattr asks for; nil means unchanged.
+public struct AttributeUpdate: Sendable {
+  /// A time to set: now, or a given time.
+  public enum Time: Sendable {
+    case now
+    case nanoseconds(Int64)
+  }
+
+  public var mode: UInt32?
+  public var uid: UInt32?
+  public var gid: UInt32?
+  public var size: Int64?
+  public var accessTime: Time?
+  public var modificationTime: Time?
+  /// The open file the change came through (ftruncate, futimens), if any.
+  public var handle: UInt64?
+
+  public init(
+    mode: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, size: Int64? = nil,
+    accessTime: Time? = nil, modificationTime: Time? = nil, handle: UInt64? = nil
+  ) {
+    self.mode = mode
+    self.uid = uid
+    self.gid = gid
+    self.size = size
+    self.accessTime = accessTime
+    self.modificationTime = modificationTime
+    self.handle = handle
+  }
+}
+
+/// The flags of renameat2.
+public struct RenameOptions: OptionSet, Sendable {
+  public let rawValue: UInt32
+  public init(rawValue: UInt32) { self.rawValue = rawValue }
+  public static let noReplace = RenameOptions(rawValue: 1)
+  public static let exchange = RenameOptions(rawValue: 2)
+}
+
+/// An entry of a folder listing; `attributes` is filled when the listing asked for them.
+public struct ListingEntry {
+  public var name: [UInt8]
+  public var inode: UInt64
+  /// The file type bits of `st_mode`.
+  public var type: UInt32
+  public var nextOffset: Int64
+  public var attributes: stat?
+}
+
+/// docsync's file-system semantics, by inode and name, with no knowledge of FUSE.
+///
+/// The live tree is in memory under one lock and written through to the `LocalStore`, one
+/// transaction per operation, before the operation answers. File content goes straight to the
+/// working files, outside the lock.
+public final class DocumentFileSystem: @unchecked Sendable {
+  public static let rootInode: UInt64 = 1
+  /// The reserved, virtual `.versions` folder at the root.
+  public static let versionsInode: UInt64 = 2
+  public static let versionsName: [UInt8] = Array(".versions".utf8)
+  public static let nameMax = 255
+  /// Inode numbers below this are reserved for virtual nodes.
+  static let firstInode: UInt64 = 16
+
+  let store: LocalStore
+  let lock = TreeLock()
+  var nodes: [UInt64: Node] = [:]
+  var nextInode: UInt64
+  /// Open files by handle; the handle is the working file's descriptor.
+  var openFiles: [UInt64: UInt64] = [:]
+  var directoryHandles: [UInt64: DirectoryHandle] = [:]
+  var nextDirectoryHandle: UInt64 = 1
+
+  /// Loads the tree of `store`, creating an empty root owned by `owner` on first use.
+  public init(store: LocalStore, owner: Caller = .current) throws(Errno) {
+    self.store = store
+    let snapshot: Snapshot
+    do {
+      snapshot = try store.load()
+    } catch {
+      throw .ioError
+    }
+    nextInode = max(snapshot.nextInode, Self.firstInode)
+    for record in snapshot.inodes {
+      nodes[record.inode] = Node(record: record)
+      nextInode = max(nextInode, record.inode + 1)
+    }
+    if nodes[Self.rootInode] == nil {
+      let now = currentTime()
+      let root = InodeRecord(
+        inode: Self.rootInode, mode: UInt32(S_IFDIR) | 0o755, uid: owner.uid, gid: owner.gid,
+        rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
+      try persist([.putInode(root), .setNextInode(nextInode)])
+      nodes[Self.rootInode] = Node(record: root)
+    }
+    nodes[Self.rootInode]!.linkCount = 1
+    nodes[Self.rootInode]!.lookups = 1
+    var dangling: [Change] = []
+    for entry in snapshot.entries {
+      guard let parent = nodes[entry.parent], let child = nodes[entry.inode] else {
+        dangling.append(.deleteEntry(parent: entry.parent, name: entry.name))
+        continue
+      }
+      parent.children[entry.name] = entry.inode
+      child.linkCount += 1
+      if child.isDirectory {
+        child.parent = entry.parent
+        parent.subdirectories += 1
+      }
+    }
+    for attribute in snapshot.extendedAttributes {
+      nodes[attribute.inode]?.extendedAttributes[attribute.name] = attribute.value
+    }
+    // A crash can leave inodes that no entry names (unlinked while open) and working files
+    // whose inode is gone: both are garbage now that no process holds them.
+    for node in nodes.values where node.linkCount == 0 {
+      dangling.append(.deleteInode(node.inode))
+      nodes[node.inode] = nil
+    }
+    if !dangling.isEmpty { try persist(dangling) }
+    removeStrayWorkingFiles()
+  }
+
+  // MARK: - Helpers shared by the operation files
+
+  func persist(_ changes: [Change]) throws(Errno) {
+    do {
+      try store.apply(changes)
+    } catch {
+      throw .ioError
+    }
+  }
+
+  func node(_ inode: UInt64) throws(Errno) -> Node {
+    guard let node = nodes[inode] else { throw .noSuchFileOrDirectory }
+    return node
+  }
+
+  func directory(_ inode: UInt64) throws(Errno) -> Node {
+    guard let node = nodes[inode] else {
+      throw inode == Self.versionsInode ? .readOnlyFileSystem : .noSuchFileOrDirectory
+    }
+    guard node.isDirectory else { throw .notDirectory }
+    return node
+  }
+
+  static func validate(name: [UInt8]) throws(Errno) {
+    if name.count > nameMax { throw .fileNameTooLong }
+    if name.isEmpty || name.contains(UInt8(ascii: "/")) { throw .invalidArgument }
+  }
+
+  static func isReserved(parent: UInt64, name: [UInt8]) -> Bool {
+    parent == rootInode && name == versionsName
+  }
+
+  /// Checks a name that is about to be created in `parent`.
+  func prepareNewName(parent: UInt64, name: [UInt8]) throws(Errno) -> Node {
+    if parent == Self.versionsInode { throw .readOnlyFileSystem }
+    try Self.validate(name: name)
+    let folder = try directory(parent)
+    if folder.isRemoved { throw .noSuchFileOrDirectory }
+    if Self.isReserved(parent: parent, name: name) || folder.children[name] != nil {
+      throw .fileExists
+    }
+    return folder
+  }
+
+  func allocateInode() -> UInt64 {
+    defer { nextInode += 1 }
+    return nextInode
+  }
+
+  func workingFileName(_ inode: UInt64) -> String { LocalStore.workingFileName(inode) }
+
+  /// Changes the working file's ctime, since a rename, link or chmod is a change of the inode
+  /// that the kernel cannot see on the working file itself.
+  func touchChangeTime(_ node: Node) {
+    if node.isRegular {
+      _ = fchmodat(store.workingFiles, workingFileName(node.inode), 0o600, 0)
+    } else {
+      node.changeTime = currentTime()
+    }
+  }
+
+  /// Drops an inode that no name, lookup or open file refers to any more.
+  func reapIfUnused(_ node: Node) {
+    guard node.isRemoved, node.lookups == 0, node.openCount == 0, node.inode != Self.rootInode
+    else { return }
+    nodes[node.inode] = nil
+    if node.isRegular {
+      _ = unlinkat(store.workingFiles, workingFileName(node.inode), 0)
+    }
+  }
+
+  private func removeStrayWorkingFiles() {
+    for shard in 0..<256 {
+      let shardName = String(workingFileName(UInt64(shard)).prefix(2))
+      let fd = openat(store.workingFiles, shardName, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard fd >= 0, let dir = fdopendir(fd) else { continue }
+      defer { closedir(dir) }
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+        }
+        guard let inode = UInt64(name) else { continue }
+        if nodes[inode]?.isRegular != true {
+          _ = unlinkat(fd, name, 0)
+        }
+      }
+    }
+  }
+
+  // MARK: - Attributes
+
+  func attributes(_ node: Node) throws(Errno) -> stat {
+    var result = stat()
+    if node.isRegular {
+      guard fstatat(store.workingFiles, workingFileName(node.inode), &result, 0) == 0 else {
+        throw .ioError
+      }
+    } else {
+      result.st_atim = timespecFrom(nanoseconds: node.accessTime)
+      result.st_mtim = timespecFrom(nanoseconds: node.modificationTime)
+      result.st_ctim = timespecFrom(nanoseconds: node.changeTime)
+      if node.isDirectory {
+        // As ext4 reports a folder, so that `du` agrees with a plain copy.
+        result.st_size = 4096
+        result.st_blocks = 8
+      } else if let target = node.target {
+        result.st_size = target.count
+      }
+    }
+    result.st_ino = UInt(node.inode)
+    result.st_mode = node.mode
+    result.st_uid = node.uid
+    result.st_gid = node.gid
+    result.st_rdev = UInt(node.rdev)
+    result.st_nlink = UInt(node.isDirectory ? 2 + node.subdirectories : node.linkCount)
+    result.st_blksize = 4096
+    return result
+  }
+
+  func versionsAttributes() -> stat {
+    let root = nodes[Self.rootInode]!
+    var result = stat()
+    result.st_ino = UInt(Self.versionsInode)
+    result.st_mode = UInt32(S_IFDIR) | 0o555
+    result.st_nlink = 2
+    result.st_uid = root.uid
+    result.st_gid = root.gid
+    result.st_size = 4096
+    result.st_blocks = 8
+    result.st_blksize = 4096
+    let time = timespecFrom(nanoseconds: root.changeTime)
+    result.st_atim = time
+    result.st_mtim = time
+    result.st_ctim = time
+    return result
+  }
+
+  /// The attributes of an inode.
+  public func attributes(inode: UInt64) throws(Errno) -> stat {
+    try lock.withLock { () throws(Errno) -> stat in
+      if inode == Self.versionsInode { return versionsAttributes() }
+      return try attributes(node(inode))
+    }
+  }
+
+  /// Finds `name` in `parent`; the kernel then holds one more reference to the inode.
+  public func lookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
+    try lock.withLock { () throws(Errno) -> stat in
+      if parent == Self.versionsInode {
+        try Self.validate(name: name)
+        throw .noSuchFileOrDirectory
+      }
+      let folder = try directory(parent)
+      if name == Array(".".utf8) || name == Array("..".utf8) {
+        let target = try node(name.count == 1 || parent == Self.rootInode ? parent : folder.parent)
+        target.lookups += 1
+        return try attributes(target)
+      }
+      try Self.validate(name: name)
+      if Self.isReserved(parent: parent, name: name) { return versionsAttributes() }
+      guard let inode = folder.children[name], let child = nodes[inode] else {
+        throw .noSuchFileOrDirectory
+      }
+      child.lookups += 1
+      return try attributes(child)
+    }
+  }
+
+  /// The kernel drops `count` references to an inode.
+  public func forget(inode: UInt64, count: UInt64) {
+    lock.withLock {
+      guard let node = nodes[inode] else { return }
+      node.lookups -= min(node.lookups, count)
+      reapIfUnused(node)
+    }
+  }
+
+  /// Applies chmod, chown, truncate and utimens.
+  public func setAttributes(inode: UInt64, update: AttributeUpdate, caller: Caller) throws(Errno)
+    -> stat
+  {
+    try lock.withLock { () throws(Errno) -> stat in
+      if inode == Self.versionsInode { throw .readOnlyFileSystem }
+      let node = try node(inode)
+      let name = workingFileName(inode)
+      if let size = update.size {
+        guard node.isRegular else { throw node.isDirectory ? .isDirectory : .invalidArgument }
+        if size < 0 { throw .invalidArgument }
+        let result: Int32
+        if let handle = update.handle, openFiles[handle] == inode {
+          result = ftruncate(Int32(handle), off_t(size))
+        } else {
+          let fd = openat(store.workingFiles, name, O_WRONLY | O_CLOEXEC)
+          guard fd >= 0 else { throw .ioError }
+          result = ftruncate(fd, off_t(size))
+          close(fd)
+        }
+        guard result == 0 else { throw Errno(rawValue: errno) }
+      }
+      var changed = false
+      if let mode = update.mode {
+        node.mode = node.type | (mode & 0o7777)
+        changed = true
+      }
+      if let uid = update.uid {
+        node.uid = uid
+        changed = true
+      }
+      if let gid = update.gid {
+        node.gid = gid
+        changed = true
+      }
+      if update.accessTime != nil || update.modificationTime != nil {
+        if node.isRegular {
+          func spec(_ time: AttributeUpdate.Time?) -> timespec {
+            switch time {
+            case nil: timespec(tv_sec: 0, tv_nsec: utimeOmit)
+            case .now: timespec(tv_sec: 0, tv_nsec: utimeNow)
+            case .nanoseconds(let value): timespecFrom(nanoseconds: value)
+            }
+          }
+          let times = [spec(update.accessTime), spec(update.modificationTime)]
+          guard utimensat(store.workingFiles, name, times, 0) == 0 else {
+            throw Errno(rawValue: errno)
+          }
+        } else {
+          let now = currentTime()
+          func value(_ time: AttributeUpdate.Time) -> Int64 {
+            if case .nanoseconds(let value) = time { return value }
+            return now
+          }
+          if let time = update.accessTime { node.accessTime = value(time) }
+          if let time = update.modificationTime { node.modificationTime = value(time) }
+          node.changeTime = now
+          changed = true
+        }
+      }
+      if changed {
+        touchChangeTime(node)
+        try persist([.putInode(node.record)])
+      }
+      return try attributes(node)
+    }
+  }
+
+  /// The target of a symbolic link.
+  public func readLink(inode: UInt64) throws(Errno) -> [UInt8] {
+    try lock.withLock { () throws(Errno) -> [UInt8] in
+      guard let target = try node(inode).target else { throw .invalidArgument }
+      return target
+    }
+  }
+
+  /// Checks permission bits as `access(2)` does.
+  public func access(inode: UInt64, mask: Int32, caller: Caller) throws(Errno) {
+    try lock.withLock { () throws(Errno) in
+      let mode: UInt32
+      let uid: UInt32
+      let gid: UInt32
+      if inode == Self.versionsInode {
+        let attributes = versionsAttributes()
+        (mode, uid, gid) = (attributes.st_mode, attributes.st_uid, attributes.st_gid)
+        if mask & W_OK != 0 { throw .readOnlyFileSystem }
+      } else {
+        let node = try node(inode)
+        (mode, uid, gid) = (node.mode, node.uid, node.gid)
+      }
+      if mask == F_OK { return }
+      if caller.uid == 0 {
+        if mask & X_OK != 0 && mode & 0o111 == 0 && mode & UInt32(S_IFMT) != UInt32(S_IFDIR) {
+          throw .permissionDenied
+        }
+        return
+      }
+      let granted: UInt32 =
+        caller.uid == uid ? (mode >> 6) & 7 : caller.gid == gid ? (mode >> 3) & 7 : mode & 7
+      if UInt32(mask) & ~granted & 7 != 0 { throw .permissionDenied }
+    }
+  }
+
+  /// Space on the disk that holds the working files.
+  public func statistics() throws(Errno) -> statvfs {
+    var result = statvfs()
+    guard fstatvfs(store.workingFiles, &result) == 0 else { throw Errno(rawValue: errno) }
+    result.f_namemax = UInt(Self.nameMax)
+    return result
+  }
+
+  /// Flushes what is pending and folds the journal into the database, at unmount.
+  public func shutdown() {
+    lock.withLock {
+      store.syncJournal()
+      store.checkpoint()
+    }
+  }
+}
+
+// UTIME_NOW and UTIME_OMIT are macros that Glibc's module does not export.
+let utimeNow = (1 << 30) - 1
+let utimeOmit = (1 << 30) - 2
+
+/// A folder opened for listing; the listing is taken when reading starts at offset 0, so that
+/// offsets stay valid while the folder changes.
+final class DirectoryHandle {
+  let inode: UInt64
+  var entries: [(name: [UInt8], inode: UInt64, type: UInt32)] = []
+
+  init(inode: UInt64) { self.inode = inode }
+}

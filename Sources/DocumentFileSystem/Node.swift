@@ -1,0 +1,89 @@
+import Glibc
+import LocalStore
+
+/// One inode of the live tree, as the file system keeps it in memory.
+///
+/// Regular files keep their content, size and times in their working file; everything else
+/// lives here and in the store.
+final class Node {
+  let inode: UInt64
+  var mode: UInt32
+  var uid: UInt32
+  var gid: UInt32
+  var rdev: UInt64
+  var accessTime: Int64
+  var modificationTime: Int64
+  var changeTime: Int64
+  var target: [UInt8]?
+  /// Names in this folder; raw bytes, because `String ==` would equate NFC and NFD names.
+  var children: [[UInt8]: UInt64] = [:]
+  /// The folder that holds this folder (folders have exactly one name).
+  var parent: UInt64 = 0
+  /// How many entries name this inode.
+  var linkCount = 0
+  var subdirectories = 0
+  /// References the kernel holds (lookup counts), released by forget.
+  var lookups: UInt64 = 0
+  var openCount = 0
+  var extendedAttributes: [[UInt8]: [UInt8]] = [:]
+
+  init(record: InodeRecord) {
+    inode = record.inode
+    mode = record.mode
+    uid = record.uid
+    gid = record.gid
+    rdev = record.rdev
+    accessTime = record.accessTime
+    modificationTime = record.modificationTime
+    changeTime = record.changeTime
+    target = record.target
+  }
+
+  var record: InodeRecord {
+    InodeRecord(
+      inode: inode, mode: mode, uid: uid, gid: gid, rdev: rdev, accessTime: accessTime,
+      modificationTime: modificationTime, changeTime: changeTime, target: target)
+  }
+
+  var type: UInt32 { mode & UInt32(S_IFMT) }
+  var isDirectory: Bool { type == UInt32(S_IFDIR) }
+  var isRegular: Bool { type == UInt32(S_IFREG) }
+  var isSymlink: Bool { type == UInt32(S_IFLNK) }
+  /// No entry names it any more; it lives on while the kernel or an open file refers to it.
+  var isRemoved: Bool { linkCount == 0 }
+}
+
+/// The current time in nanoseconds since the epoch.
+func currentTime() -> Int64 {
+  var now = timespec()
+  clock_gettime(CLOCK_REALTIME, &now)
+  return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}
+
+func timespecFrom(nanoseconds: Int64) -> timespec {
+  var seconds = nanoseconds / 1_000_000_000
+  var remainder = nanoseconds % 1_000_000_000
+  if remainder < 0 {
+    seconds -= 1
+    remainder += 1_000_000_000
+  }
+  return timespec(tv_sec: Int(seconds), tv_nsec: Int(remainder))
+}
+
+func nanoseconds(_ time: timespec) -> Int64 {
+  Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+}
+
+/// A mutex for the live tree; libfuse calls in from many threads at once.
+final class TreeLock: @unchecked Sendable {
+  private var mutex = pthread_mutex_t()
+
+  init() { pthread_mutex_init(&mutex, nil) }
+  deinit { pthread_mutex_destroy(&mutex) }
+
+  func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    return try body()
+  }
+}

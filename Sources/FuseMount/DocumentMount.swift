@@ -1,0 +1,277 @@
+import DocumentFileSystem
+import FuseLowLevel
+import Glibc
+import SystemPackage
+
+/// Serves a `DocumentFileSystem` to the kernel: translation only, no file-system rules.
+public final class DocumentMount: LowLevelFileSystem {
+  public let fileSystem: DocumentFileSystem
+  /// How long the kernel may trust names and attributes. Long, because every change goes
+  /// through this mount; the sync layer will invalidate what it changes behind the kernel.
+  let timeout: Double
+
+  public init(fileSystem: DocumentFileSystem, timeout: Double = 10) {
+    self.fileSystem = fileSystem
+    self.timeout = timeout
+  }
+
+  private func caller(_ context: RequestContext) -> Caller {
+    Caller(uid: context.uid, gid: context.gid, pid: context.pid)
+  }
+
+  private func entry(_ attributes: stat) -> Entry {
+    Entry(attributes: attributes, attributeTimeout: timeout, entryTimeout: timeout)
+  }
+
+  private func run<T>(_ body: () throws(Errno) -> T) -> Result<T, Errno> {
+    do throws(Errno) {
+      return .success(try body())
+    } catch {
+      return .failure(error)
+    }
+  }
+
+  public func lookup(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Entry, Errno>
+  {
+    run { () throws(Errno) in entry(try fileSystem.lookup(parent: parent, name: name)) }
+  }
+
+  public func forget(inode: UInt64, count: UInt64) {
+    fileSystem.forget(inode: inode, count: count)
+  }
+
+  public func getAttributes(inode: UInt64, handle: UInt64?, context: RequestContext) -> Result<
+    AttributeReply, Errno
+  > {
+    run { () throws(Errno) in
+      AttributeReply(attributes: try fileSystem.attributes(inode: inode), timeout: timeout)
+    }
+  }
+
+  public func setAttributes(inode: UInt64, changes: AttributeChanges, context: RequestContext)
+    -> Result<AttributeReply, Errno>
+  {
+    func time(_ change: TimeChange?) -> AttributeUpdate.Time? {
+      switch change {
+      case nil: nil
+      case .now: .now
+      case .time(let t): .nanoseconds(Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec))
+      }
+    }
+    let update = AttributeUpdate(
+      mode: changes.mode, uid: changes.uid, gid: changes.gid, size: changes.size.map { Int64($0) },
+      accessTime: time(changes.accessTime), modificationTime: time(changes.modificationTime),
+      handle: changes.handle)
+    return run { () throws(Errno) in
+      AttributeReply(
+        attributes: try fileSystem.setAttributes(
+          inode: inode, update: update, caller: caller(context)),
+        timeout: timeout)
+    }
+  }
+
+  public func readLink(inode: UInt64, context: RequestContext) -> Result<[UInt8], Errno> {
+    run { () throws(Errno) in try fileSystem.readLink(inode: inode) }
+  }
+
+  public func makeNode(
+    parent: UInt64, name: [UInt8], mode: mode_t, device: dev_t, context: RequestContext
+  ) -> Result<Entry, Errno> {
+    run { () throws(Errno) in
+      entry(
+        try fileSystem.makeNode(
+          parent: parent, name: name, mode: mode, device: UInt64(device), caller: caller(context)))
+    }
+  }
+
+  public func makeDirectory(parent: UInt64, name: [UInt8], mode: mode_t, context: RequestContext)
+    -> Result<Entry, Errno>
+  {
+    run { () throws(Errno) in
+      entry(
+        try fileSystem.makeDirectory(
+          parent: parent, name: name, mode: mode, caller: caller(context)))
+    }
+  }
+
+  public func unlink(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Void, Errno>
+  {
+    run { () throws(Errno) in
+      try fileSystem.unlink(parent: parent, name: name, caller: caller(context))
+    }
+  }
+
+  public func removeDirectory(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<
+    Void, Errno
+  > {
+    run { () throws(Errno) in
+      try fileSystem.removeDirectory(parent: parent, name: name, caller: caller(context))
+    }
+  }
+
+  public func symlink(target: [UInt8], parent: UInt64, name: [UInt8], context: RequestContext)
+    -> Result<Entry, Errno>
+  {
+    run { () throws(Errno) in
+      entry(
+        try fileSystem.symlink(target: target, parent: parent, name: name, caller: caller(context)))
+    }
+  }
+
+  public func rename(
+    parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: RenameFlags,
+    context: RequestContext
+  ) -> Result<Void, Errno> {
+    run { () throws(Errno) in
+      try fileSystem.rename(
+        parent: parent, name: name, newParent: newParent, newName: newName,
+        options: RenameOptions(rawValue: flags.rawValue), caller: caller(context))
+    }
+  }
+
+  public func link(inode: UInt64, newParent: UInt64, newName: [UInt8], context: RequestContext)
+    -> Result<Entry, Errno>
+  {
+    run { () throws(Errno) in
+      entry(
+        try fileSystem.link(
+          inode: inode, newParent: newParent, newName: newName, caller: caller(context)))
+    }
+  }
+
+  public func open(inode: UInt64, flags: Int32, context: RequestContext) -> Result<OpenReply, Errno>
+  {
+    run { () throws(Errno) in
+      let file = try fileSystem.open(inode: inode, flags: flags, caller: caller(context))
+      // keep_cache is safe while every change to the content goes through this mount; the
+      // sync layer invalidates an inode before it replaces the working file.
+      return OpenReply(handle: file.handle, keepCache: true)
+    }
+  }
+
+  public func read(
+    inode: UInt64, handle: UInt64, offset: Int64, size: Int, context: RequestContext
+  ) -> Result<ReadData, Errno> {
+    // libfuse reads the working file itself (splice where it can): no copy through Swift.
+    .success(
+      .file(descriptor: fileSystem.descriptor(handle: handle), offset: offset, count: size))
+  }
+
+  public func write(
+    inode: UInt64, handle: UInt64, data: UnsafeRawBufferPointer, offset: Int64,
+    context: RequestContext
+  ) -> Result<Int, Errno> {
+    run { () throws(Errno) in try fileSystem.write(handle: handle, data: data, offset: offset) }
+  }
+
+  public func flush(inode: UInt64, handle: UInt64, context: RequestContext) -> Result<Void, Errno> {
+    run { () throws(Errno) in try fileSystem.flush(handle: handle) }
+  }
+
+  public func release(inode: UInt64, handle: UInt64, flags: Int32, context: RequestContext)
+    -> Result<Void, Errno>
+  {
+    fileSystem.release(handle: handle)
+    return .success(())
+  }
+
+  public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool, context: RequestContext)
+    -> Result<Void, Errno>
+  {
+    run { () throws(Errno) in try fileSystem.synchronize(handle: handle, dataOnly: dataOnly) }
+  }
+
+  public func openDirectory(inode: UInt64, flags: Int32, context: RequestContext) -> Result<
+    OpenReply, Errno
+  > {
+    run { () throws(Errno) in OpenReply(handle: try fileSystem.openDirectory(inode: inode)) }
+  }
+
+  public func readDirectory(
+    inode: UInt64, handle: UInt64, offset: Int64, plus: Bool, context: RequestContext,
+    emit: (DirectoryEntry) -> Bool
+  ) -> Result<Void, Errno> {
+    run { () throws(Errno) in
+      try fileSystem.readDirectory(inode: inode, handle: handle, offset: offset, plus: plus) {
+        item in
+        var attributes = item.attributes ?? stat()
+        if item.attributes == nil {
+          attributes.st_ino = UInt(item.inode)
+          attributes.st_mode = item.type
+        }
+        let isDot = item.name == [0x2E] || item.name == [0x2E, 0x2E]
+        return emit(
+          DirectoryEntry(
+            name: item.name, attributes: attributes, nextOffset: item.nextOffset,
+            entry: plus && !isDot ? entry(attributes) : nil))
+      }
+    }
+  }
+
+  public func releaseDirectory(inode: UInt64, handle: UInt64, context: RequestContext) -> Result<
+    Void, Errno
+  > {
+    fileSystem.releaseDirectory(handle: handle)
+    return .success(())
+  }
+
+  public func fsyncDirectory(
+    inode: UInt64, handle: UInt64, dataOnly: Bool, context: RequestContext
+  ) -> Result<Void, Errno> {
+    run { () throws(Errno) in try fileSystem.synchronizeDirectory(inode: inode) }
+  }
+
+  public func statfs(inode: UInt64, context: RequestContext) -> Result<statvfs, Errno> {
+    run { () throws(Errno) in try fileSystem.statistics() }
+  }
+
+  public func setExtendedAttribute(
+    inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32,
+    context: RequestContext
+  ) -> Result<Void, Errno> {
+    run { () throws(Errno) in
+      try fileSystem.setExtendedAttribute(
+        inode: inode, name: name, value: value, flags: flags, caller: caller(context))
+    }
+  }
+
+  public func getExtendedAttribute(inode: UInt64, name: [UInt8], context: RequestContext)
+    -> Result<[UInt8], Errno>
+  {
+    run { () throws(Errno) in try fileSystem.extendedAttribute(inode: inode, name: name) }
+  }
+
+  public func listExtendedAttributes(inode: UInt64, context: RequestContext) -> Result<
+    [[UInt8]], Errno
+  > {
+    run { () throws(Errno) in try fileSystem.extendedAttributeNames(inode: inode) }
+  }
+
+  public func removeExtendedAttribute(inode: UInt64, name: [UInt8], context: RequestContext)
+    -> Result<Void, Errno>
+  {
+    run { () throws(Errno) in
+      try fileSystem.removeExtendedAttribute(inode: inode, name: name, caller: caller(context))
+    }
+  }
+
+  public func access(inode: UInt64, mask: Int32, context: RequestContext) -> Result<Void, Errno> {
+    run { () throws(Errno) in
+      try fileSystem.access(inode: inode, mask: mask, caller: caller(context))
+    }
+  }
+
+  public func create(
+    parent: UInt64, name: [UInt8], mode: mode_t, flags: Int32, context: RequestContext
+  ) -> Result<(Entry, OpenReply), Errno> {
+    run { () throws(Errno) in
+      let (attributes, file) = try fileSystem.create(
+        parent: parent, name: name, mode: mode, flags: flags, caller: caller(context))
+      return (entry(attributes), OpenReply(handle: file.handle, keepCache: true))
+    }
+  }
+
+  public func destroy() {
+    fileSystem.shutdown()
+  }
+}

@@ -1,0 +1,294 @@
+import Foundation
+import GRDB
+import Glibc
+
+/// One device's durable state: the local tree in SQLite and the working files that back the mount.
+///
+/// The store persists; it does not decide. `DocumentFileSystem` keeps the live tree in memory and
+/// sends every change here as one transaction, so a crash never leaves half an operation.
+public final class LocalStore: @unchecked Sendable {
+  /// The state folder.
+  public let directory: String
+  /// An open descriptor of the working-file folder, for `openat` and friends.
+  public let workingFiles: Int32
+
+  private let database: DatabaseQueue
+  private let journal: Int32
+
+  /// Opens (creating when missing) the state in `directory`.
+  public init(directory: String) throws(LocalStoreError) {
+    self.directory = directory
+    let filesPath = directory + "/files"
+    for path in [directory, filesPath] {
+      if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        throw .unusable(path, String(cString: strerror(errno)))
+      }
+    }
+    // 256 subfolders keep each folder small when a library has many files.
+    for shard in 0..<256 {
+      let path = filesPath + "/" + Self.shardName(UInt64(shard))
+      if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        throw .unusable(path, String(cString: strerror(errno)))
+      }
+    }
+    let fd = open(filesPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw .unusable(filesPath, String(cString: strerror(errno))) }
+    workingFiles = fd
+
+    var configuration = Configuration()
+    configuration.prepareDatabase { db in
+      // WAL with synchronous=NORMAL: a committed transaction survives a crash of this process
+      // (kill -9) without an fsync per commit; `syncJournal` makes it survive power loss too.
+      try db.execute(sql: "PRAGMA journal_mode = WAL")
+      try db.execute(sql: "PRAGMA synchronous = NORMAL")
+    }
+    do {
+      database = try DatabaseQueue(path: directory + "/state.sqlite", configuration: configuration)
+      try Self.migrator.migrate(database)
+    } catch {
+      close(fd)
+      throw .unusable(directory + "/state.sqlite", "\(error)")
+    }
+    journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
+  }
+
+  deinit {
+    close(workingFiles)
+    if journal >= 0 { close(journal) }
+  }
+
+  /// The working file of an inode, relative to `workingFiles`.
+  public static func workingFileName(_ inode: UInt64) -> String {
+    shardName(inode) + "/" + String(inode)
+  }
+
+  private static func shardName(_ inode: UInt64) -> String {
+    let digits = Array("0123456789abcdef")
+    return String([digits[Int((inode >> 4) & 0xf)], digits[Int(inode & 0xf)]])
+  }
+
+  private static var migrator: DatabaseMigrator {
+    var migrator = DatabaseMigrator()
+    migrator.registerMigration("v1: inodes, entries, extended attributes") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE inodes (
+            ino INTEGER PRIMARY KEY,
+            mode INTEGER NOT NULL,
+            uid INTEGER NOT NULL,
+            gid INTEGER NOT NULL,
+            rdev INTEGER NOT NULL,
+            atime INTEGER NOT NULL,
+            mtime INTEGER NOT NULL,
+            ctime INTEGER NOT NULL,
+            target BLOB
+          );
+          CREATE TABLE entries (
+            parent INTEGER NOT NULL,
+            name BLOB NOT NULL,
+            ino INTEGER NOT NULL,
+            PRIMARY KEY (parent, name)
+          ) WITHOUT ROWID;
+          CREATE INDEX entries_by_inode ON entries(ino);
+          CREATE TABLE xattrs (
+            ino INTEGER NOT NULL,
+            name BLOB NOT NULL,
+            value BLOB NOT NULL,
+            PRIMARY KEY (ino, name)
+          ) WITHOUT ROWID;
+          CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+          """)
+    }
+    return migrator
+  }
+
+  /// Everything the store holds, to rebuild the live tree at mount.
+  public func load() throws(LocalStoreError) -> Snapshot {
+    do {
+      return try database.read { db in
+        var snapshot = Snapshot()
+        for row in try Row.fetchAll(db, sql: "SELECT * FROM inodes") {
+          let target: Data? = row["target"]
+          snapshot.inodes.append(
+            InodeRecord(
+              inode: UInt64(row["ino"] as Int64), mode: UInt32(row["mode"] as Int64),
+              uid: UInt32(row["uid"] as Int64), gid: UInt32(row["gid"] as Int64),
+              rdev: UInt64(row["rdev"] as Int64), accessTime: row["atime"],
+              modificationTime: row["mtime"], changeTime: row["ctime"],
+              target: target.map { [UInt8]($0) }))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT parent, name, ino FROM entries") {
+          snapshot.entries.append(
+            EntryRecord(
+              parent: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),
+              inode: UInt64(row[2] as Int64)))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT ino, name, value FROM xattrs") {
+          snapshot.extendedAttributes.append(
+            ExtendedAttributeRecord(
+              inode: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),
+              value: [UInt8](row[2] as Data)))
+        }
+        snapshot.nextInode =
+          try UInt64(
+            Int64.fetchOne(db, sql: "SELECT value FROM meta WHERE key = 'next_inode'") ?? 0)
+        return snapshot
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Applies changes in one transaction: all of them or none.
+  public func apply(_ changes: [Change]) throws(LocalStoreError) {
+    do {
+      try database.write { db in
+        for change in changes {
+          switch change {
+          case .putInode(let r):
+            try db.cachedStatement(
+              sql: """
+                INSERT OR REPLACE INTO inodes (ino, mode, uid, gid, rdev, atime, mtime, ctime, target)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """
+            ).execute(arguments: [
+              Int64(r.inode), Int64(r.mode), Int64(r.uid), Int64(r.gid), Int64(bitPattern: r.rdev),
+              r.accessTime, r.modificationTime, r.changeTime, r.target.map { Data($0) },
+            ])
+          case .deleteInode(let inode):
+            try db.cachedStatement(sql: "DELETE FROM inodes WHERE ino = ?").execute(arguments: [
+              Int64(inode)
+            ])
+            try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ?").execute(arguments: [
+              Int64(inode)
+            ])
+          case .putEntry(let e):
+            try db.cachedStatement(
+              sql: "INSERT OR REPLACE INTO entries (parent, name, ino) VALUES (?, ?, ?)"
+            ).execute(arguments: [Int64(e.parent), Data(e.name), Int64(e.inode)])
+          case .deleteEntry(let parent, let name):
+            try db.cachedStatement(sql: "DELETE FROM entries WHERE parent = ? AND name = ?")
+              .execute(arguments: [Int64(parent), Data(name)])
+          case .putExtendedAttribute(let x):
+            try db.cachedStatement(
+              sql: "INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?, ?, ?)"
+            ).execute(arguments: [Int64(x.inode), Data(x.name), Data(x.value)])
+          case .deleteExtendedAttribute(let inode, let name):
+            try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ? AND name = ?")
+              .execute(arguments: [Int64(inode), Data(name)])
+          case .setNextInode(let next):
+            try db.cachedStatement(
+              sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_inode', ?)"
+            ).execute(arguments: [Int64(next)])
+          }
+        }
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Makes every committed transaction durable against power loss, not only against a crash.
+  public func syncJournal() {
+    if journal >= 0 {
+      _ = fdatasync(journal)
+    } else {
+      _ = try? database.writeWithoutTransaction { db in
+        try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
+      }
+    }
+  }
+
+  /// Folds the journal into the database, as at a clean unmount.
+  public func checkpoint() {
+    _ = try? database.writeWithoutTransaction { db in
+      try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+    }
+  }
+}
+
+/// Why the local store cannot be used.
+public enum LocalStoreError: Error, CustomStringConvertible {
+  case unusable(String, String)
+  case failed(String)
+
+  public var description: String {
+    switch self {
+    case .unusable(let path, let reason): "state folder \(path) is not usable: \(reason)"
+    case .failed(let reason): "local store failed: \(reason)"
+    }
+  }
+}
+
+/// The persisted attributes of one inode. Times are nanoseconds since the epoch.
+public struct InodeRecord: Sendable, Equatable {
+  public var inode: UInt64
+  public var mode: UInt32
+  public var uid: UInt32
+  public var gid: UInt32
+  public var rdev: UInt64
+  public var accessTime: Int64
+  public var modificationTime: Int64
+  public var changeTime: Int64
+  public var target: [UInt8]?
+
+  public init(
+    inode: UInt64, mode: UInt32, uid: UInt32, gid: UInt32, rdev: UInt64, accessTime: Int64,
+    modificationTime: Int64, changeTime: Int64, target: [UInt8]?
+  ) {
+    self.inode = inode
+    self.mode = mode
+    self.uid = uid
+    self.gid = gid
+    self.rdev = rdev
+    self.accessTime = accessTime
+    self.modificationTime = modificationTime
+    self.changeTime = changeTime
+    self.target = target
+  }
+}
+
+/// A name in a folder.
+public struct EntryRecord: Sendable, Equatable {
+  public var parent: UInt64
+  public var name: [UInt8]
+  public var inode: UInt64
+
+  public init(parent: UInt64, name: [UInt8], inode: UInt64) {
+    self.parent = parent
+    self.name = name
+    self.inode = inode
+  }
+}
+
+/// One extended attribute of an inode.
+public struct ExtendedAttributeRecord: Sendable, Equatable {
+  public var inode: UInt64
+  public var name: [UInt8]
+  public var value: [UInt8]
+
+  public init(inode: UInt64, name: [UInt8], value: [UInt8]) {
+    self.inode = inode
+    self.name = name
+    self.value = value
+  }
+}
+
+/// All that the store holds, as loaded at mount.
+public struct Snapshot: Sendable {
+  public var inodes: [InodeRecord] = []
+  public var entries: [EntryRecord] = []
+  public var extendedAttributes: [ExtendedAttributeRecord] = []
+  public var nextInode: UInt64 = 0
+}
+
+/// One change to the persisted tree.
+public enum Change: Sendable {
+  case putInode(InodeRecord)
+  case deleteInode(UInt64)
+  case putEntry(EntryRecord)
+  case deleteEntry(parent: UInt64, name: [UInt8])
+  case putExtendedAttribute(ExtendedAttributeRecord)
+  case deleteExtendedAttribute(inode: UInt64, name: [UInt8])
+  case setNextInode(UInt64)
+}

@@ -1,0 +1,16 @@
+import ArgumentParser
+
+/// The `docsync` command and its subcommands.
+struct Docsync: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "docsync",
+    abstract: "Mount a folder of documents that stays in sync between your machines.",
+    subcommands: [MountCommand.self, UnmountCommand.self]
+  )
+}
+
+/// A failure a person can act on: printed as one line, exit status 1.
+struct CommandFailure: Error {
+  let message: String
+  init(_ message: String) { self.message = message }
+}

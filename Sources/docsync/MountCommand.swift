@@ -1,0 +1,216 @@
+import ArgumentParser
+import DocumentFileSystem
+import FuseLowLevel
+import FuseMount
+import Glibc
+import LocalStore
+
+/// `docsync mount`: checks everything a person can get wrong, then serves the mount from a
+/// background process and returns once the mount is ready (or serves it here with
+/// `--foreground`).
+struct MountCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "mount", abstract: "Mount the synced folder at MOUNTPOINT.")
+
+  @Argument(help: "An existing, empty folder to show the documents in.")
+  var mountPoint: String
+
+  @Option(help: "The folder that keeps this mount's local state.")
+  var state: String?
+
+  @Flag(help: "Serve the mount in this process until it is unmounted or SIGTERM arrives.")
+  var foreground = false
+
+  @Flag(help: "Let other users use the mount, with the kernel's permission checks.")
+  var allowOther = false
+
+  @Flag(help: .hidden)
+  var daemon = false
+
+  func run() throws {
+    let target = try checkedMountPoint()
+    let stateFolder = try preparedStateFolder(for: target)
+    try checkFuseDevice()
+    if foreground || daemon {
+      try serve(mountPoint: target, state: stateFolder)
+    } else {
+      try startDaemon(mountPoint: target, state: stateFolder)
+    }
+  }
+
+  func checkedMountPoint() throws -> String {
+    var info = stat()
+    guard stat(mountPoint, &info) == 0 else {
+      if errno == ENOENT { throw CommandFailure("mount point \(mountPoint) does not exist") }
+      throw CommandFailure("cannot use mount point \(mountPoint): \(errorText(errno))")
+    }
+    guard info.st_mode & S_IFMT == S_IFDIR else {
+      throw CommandFailure("mount point \(mountPoint) is not a directory")
+    }
+    guard let resolved = resolvedPath(mountPoint) else {
+      throw CommandFailure("cannot use mount point \(mountPoint): \(errorText(errno))")
+    }
+    if let existing = MountTable.record(at: resolved) {
+      throw CommandFailure("\(resolved) is already mounted (\(existing.type))")
+    }
+    return resolved
+  }
+
+  func preparedStateFolder(for target: String) throws -> String {
+    let folder = state ?? Self.defaultStateFolder(for: target)
+    var path = ""
+    for component in folder.split(separator: "/") {
+      path += "/" + component
+      if mkdir(path, 0o700) != 0 && errno != EEXIST {
+        throw CommandFailure("state folder \(folder) is not writable: \(errorText(errno))")
+      }
+    }
+    var info = stat()
+    guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+      throw CommandFailure("state folder \(folder) is not writable: it is not a directory")
+    }
+    guard access(folder, W_OK | X_OK) == 0 else {
+      throw CommandFailure("state folder \(folder) is not writable: \(errorText(errno))")
+    }
+    guard let resolved = resolvedPath(folder) else {
+      throw CommandFailure("state folder \(folder) is not usable: \(errorText(errno))")
+    }
+    return resolved
+  }
+
+  /// `$XDG_DATA_HOME/docsync/mounts/<mount point with / as %2F>`.
+  static func defaultStateFolder(for target: String) -> String {
+    let environment = { (name: String) -> String? in getenv(name).map { String(cString: $0) } }
+    let data =
+      environment("XDG_DATA_HOME").flatMap { $0.isEmpty ? nil : $0 }
+      ?? ((environment("HOME") ?? "/root") + "/.local/share")
+    let escaped = target.replacingAll("%", with: "%25").replacingAll("/", with: "%2F")
+    return data + "/docsync/mounts/" + escaped
+  }
+
+  func checkFuseDevice() throws {
+    // DOCSYNC_FUSE_DEVICE lets tests check this message without removing /dev/fuse.
+    let device = getenv("DOCSYNC_FUSE_DEVICE").map { String(cString: $0) } ?? "/dev/fuse"
+    guard access(device, R_OK | W_OK) == 0 else {
+      throw CommandFailure(
+        "\(device) is missing or not usable (\(errorText(errno))): install fuse3 and load the fuse module"
+      )
+    }
+  }
+
+  /// Serves the mount in this process.
+  func serve(mountPoint target: String, state folder: String) throws {
+    let lockDescriptor = open(folder + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard lockDescriptor >= 0 else {
+      throw CommandFailure("state folder \(folder) is not writable: \(errorText(errno))")
+    }
+    guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+      throw CommandFailure("state folder \(folder) is in use by another docsync mount")
+    }
+    let store: LocalStore
+    do {
+      store = try LocalStore(directory: folder)
+    } catch {
+      throw CommandFailure(error.description)
+    }
+    let fileSystem: DocumentFileSystem
+    do {
+      fileSystem = try DocumentFileSystem(store: store)
+    } catch {
+      throw CommandFailure("cannot read the state in \(folder): \(error)")
+    }
+    let session: Session
+    do {
+      session = try Session(
+        fileSystem: DocumentMount(fileSystem: fileSystem),
+        options: SessionOptions(
+          mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther))
+      try session.mount()
+      try session.installSignalHandlers()
+    } catch {
+      throw CommandFailure("\(error)")
+    }
+    let pidFile = folder + "/docsync.pid"
+    writeFile(pidFile, "\(getpid())\n")
+    writeText("ready \(target)\n", to: 1)
+    if daemon { redirectOutput(to: folder + "/docsync.log") }
+    let end: SessionEnd
+    do {
+      end = try session.run()
+    } catch {
+      writeText("docsync: \(error)\n", to: 2)
+      end = .unmounted
+    }
+    fileSystem.shutdown()
+    if end != .unmounted { session.unmount() }
+    unlink(pidFile)
+  }
+
+  /// Starts `docsync mount --daemon` in a new session and waits for it to say it is ready.
+  func startDaemon(mountPoint target: String, state folder: String) throws {
+    guard let pipeEnds = makePipe() else { throw CommandFailure(errorText(errno)) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    // A session of its own, so that the daemon outlives the terminal that started it.
+    posix_spawnattr_setflags(&attributes, Int16(posixSpawnSetSID))
+    var arguments = ["docsync", "mount", target, "--state", folder, "--daemon"]
+    if allowOther { arguments.append("--allow-other") }
+    let cArguments = arguments.map { strdup($0) } + [nil]
+    defer { cArguments.forEach { free($0) } }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, "/proc/self/exe", &actions, &attributes, cArguments, environ)
+    close(pipeEnds[1])
+    defer { close(pipeEnds[0]) }
+    guard result == 0 else {
+      throw CommandFailure("cannot start the mount process: \(errorText(result))")
+    }
+    var output: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      output += buffer[0..<n]
+    }
+    let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
+    if lines.contains(where: { $0.hasPrefix("ready ") }) { return }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let message =
+      lines.last(where: { $0.hasPrefix("docsync: ") }).map { String($0.dropFirst(9)) }
+      ?? lines.last.map(String.init) ?? "the mount process stopped before the mount was ready"
+    throw CommandFailure(message)
+  }
+}
+
+// POSIX_SPAWN_SETSID from glibc's <spawn.h>, hidden from Swift behind _GNU_SOURCE.
+let posixSpawnSetSID: Int32 = 0x80
+
+/// Sends stdout and stderr to the log in the state folder once the starter stops listening.
+func redirectOutput(to path: String) {
+  let log = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+  guard log >= 0 else { return }
+  dup2(log, 1)
+  dup2(log, 2)
+  close(log)
+}
+
+func writeFile(_ path: String, _ text: String) {
+  let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+  guard fd >= 0 else { return }
+  _ = text.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+  close(fd)
+}
+
+extension String {
+  func replacingAll(_ target: String, with replacement: String) -> String {
+    split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+  }
+}

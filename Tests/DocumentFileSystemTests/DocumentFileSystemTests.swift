@@ -1,0 +1,229 @@
+import DocumentFileSystem
+import Glibc
+import LocalStore
+import SystemPackage
+import Testing
+
+func temporaryFolder() -> String {
+  var template = Array("/var/tmp/docsync-dfs-XXXXXX".utf8CString)
+  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+}
+
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// Rules of the document file system that the conformance suite cannot see from outside:
+/// persistence of inode numbers, lookup counts, and the reserved `.versions` folder.
+@Suite struct DocumentFileSystemTests {
+  let folder = temporaryFolder()
+  let me = Caller(uid: 1000, gid: 1000)
+  let root = DocumentFileSystem.rootInode
+
+  func open() throws -> DocumentFileSystem {
+    try DocumentFileSystem(store: LocalStore(directory: folder), owner: me)
+  }
+
+  @Test func treeAndInodeNumbersSurviveReopening() throws {
+    var inodes: [String: UInt64] = [:]
+    do {
+      let fs = try open()
+      let folderAttributes = try fs.makeDirectory(
+        parent: root, name: bytes("notes"), mode: 0o750, caller: me)
+      let (fileAttributes, file) = try fs.create(
+        parent: UInt64(folderAttributes.st_ino), name: bytes("plan.md"), mode: 0o640,
+        flags: O_WRONLY,
+        caller: me)
+      _ = try [UInt8]("hello".utf8).withUnsafeBytes {
+        try fs.write(handle: file.handle, data: $0, offset: 0)
+      }
+      try fs.synchronize(handle: file.handle, dataOnly: false)
+      fs.release(handle: file.handle)
+      let link = try fs.symlink(
+        target: bytes("notes/plan.md"), parent: root, name: bytes("latest"), caller: me)
+      try [UInt8]("v".utf8).withUnsafeBytes {
+        try fs.setExtendedAttribute(
+          inode: UInt64(fileAttributes.st_ino), name: bytes("user.tag"), value: $0, flags: 0,
+          caller: me)
+      }
+      inodes = [
+        "notes": UInt64(folderAttributes.st_ino), "plan": UInt64(fileAttributes.st_ino),
+        "link": UInt64(link.st_ino),
+      ]
+      fs.shutdown()
+    }
+    let fs = try open()
+    let notes = try fs.lookup(parent: root, name: bytes("notes"))
+    #expect(UInt64(notes.st_ino) == inodes["notes"])
+    #expect(notes.st_mode == UInt32(S_IFDIR) | 0o750)
+    #expect(notes.st_uid == 1000)
+    let plan = try fs.lookup(parent: UInt64(notes.st_ino), name: bytes("plan.md"))
+    #expect(UInt64(plan.st_ino) == inodes["plan"])
+    #expect(plan.st_size == 5)
+    #expect(plan.st_mode == UInt32(S_IFREG) | 0o640)
+    #expect(
+      try fs.extendedAttribute(inode: UInt64(plan.st_ino), name: bytes("user.tag")) == bytes("v"))
+    let link = try fs.lookup(parent: root, name: bytes("latest"))
+    #expect(UInt64(link.st_ino) == inodes["link"])
+    #expect(try fs.readLink(inode: UInt64(link.st_ino)) == bytes("notes/plan.md"))
+    let file = try fs.open(inode: UInt64(plan.st_ino), flags: O_RDONLY, caller: me)
+    #expect(try fs.read(handle: file.handle, offset: 0, count: 100) == bytes("hello"))
+    fs.release(handle: file.handle)
+    // New inodes never reuse a number, so a kernel or git that remembers one is never confused.
+    let fresh = try fs.makeDirectory(parent: root, name: bytes("fresh"), mode: 0o755, caller: me)
+    #expect(!inodes.values.contains(UInt64(fresh.st_ino)))
+  }
+
+  @Test func anUnlinkedFileLivesUntilClosedAndForgotten() throws {
+    let fs = try open()
+    let (attributes, file) = try fs.create(
+      parent: root, name: bytes("doomed"), mode: 0o600, flags: O_RDWR, caller: me)
+    let inode = UInt64(attributes.st_ino)
+    _ = try [UInt8]("still here".utf8).withUnsafeBytes {
+      try fs.write(handle: file.handle, data: $0, offset: 0)
+    }
+    try fs.unlink(parent: root, name: bytes("doomed"), caller: me)
+    #expect(throws: Errno.noSuchFileOrDirectory) {
+      try fs.lookup(parent: root, name: bytes("doomed"))
+    }
+    #expect(try fs.read(handle: file.handle, offset: 0, count: 64) == bytes("still here"))
+    #expect(try fs.attributes(inode: inode).st_nlink == 0)
+    let workingFile = folder + "/files/" + LocalStore.workingFileName(inode)
+    fs.release(handle: file.handle)
+    #expect(Glibc.access(workingFile, F_OK) == 0, "the kernel still holds a lookup")
+    fs.forget(inode: inode, count: 1)
+    #expect(Glibc.access(workingFile, F_OK) != 0)
+    #expect(throws: Errno.noSuchFileOrDirectory) { try fs.attributes(inode: inode) }
+  }
+
+  @Test func versionsIsAReservedReadOnlyFolderAtTheRootOnly() throws {
+    let fs = try open()
+    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName)
+    #expect(UInt64(versions.st_ino) == DocumentFileSystem.versionsInode)
+    #expect(versions.st_mode == UInt32(S_IFDIR) | 0o555)
+    #expect(throws: Errno.fileExists) {
+      try fs.makeDirectory(
+        parent: root, name: DocumentFileSystem.versionsName, mode: 0o755, caller: me)
+    }
+    #expect(throws: Errno.fileExists) {
+      try fs.create(
+        parent: root, name: DocumentFileSystem.versionsName, mode: 0o644, flags: O_WRONLY,
+        caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.create(
+        parent: DocumentFileSystem.versionsInode, name: bytes("x"), mode: 0o644, flags: O_WRONLY,
+        caller: me)
+    }
+    _ = try fs.create(parent: root, name: bytes("doc"), mode: 0o644, flags: O_WRONLY, caller: me)
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.rename(
+        parent: root, name: bytes("doc"), newParent: root, newName: DocumentFileSystem.versionsName,
+        options: [], caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.rename(
+        parent: root, name: bytes("doc"), newParent: DocumentFileSystem.versionsInode,
+        newName: bytes("doc"), options: [], caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.removeDirectory(parent: root, name: DocumentFileSystem.versionsName, caller: me)
+    }
+    // Elsewhere it is an ordinary name.
+    let sub = try fs.makeDirectory(parent: root, name: bytes("sub"), mode: 0o755, caller: me)
+    _ = try fs.makeDirectory(
+      parent: UInt64(sub.st_ino), name: DocumentFileSystem.versionsName, mode: 0o755, caller: me)
+
+    #expect(listing(fs, root).contains(DocumentFileSystem.versionsName))
+    #expect(listing(fs, DocumentFileSystem.versionsInode) == [bytes("."), bytes("..")])
+  }
+
+  @Test func readdirplusCountsALookupOnlyForEntriesTheKernelTook() throws {
+    let fs = try open()
+    var inodes: [UInt64] = []
+    for index in 0..<3 {
+      let attributes = try fs.makeDirectory(
+        parent: root, name: bytes("d\(index)"), mode: 0o755, caller: me)
+      inodes.append(UInt64(attributes.st_ino))
+      fs.forget(inode: UInt64(attributes.st_ino), count: 1)
+    }
+    let handle = try fs.openDirectory(inode: root)
+    var taken: [UInt64] = []
+    // ".", "..", ".versions", then the three folders: take the first folder only.
+    try fs.readDirectory(inode: root, handle: handle, offset: 0, plus: true) { entry in
+      if inodes.contains(entry.inode) {
+        if !taken.isEmpty { return false }
+        taken.append(entry.inode)
+      }
+      return true
+    }
+    fs.releaseDirectory(handle: handle)
+    #expect(taken.count == 1)
+    // Removing every folder: only the taken one must stay alive until its forget.
+    for index in 0..<3 {
+      try fs.removeDirectory(parent: root, name: bytes("d\(index)"), caller: me)
+    }
+    #expect(throws: Never.self) { try fs.attributes(inode: taken[0]) }
+    for inode in inodes where inode != taken[0] {
+      #expect(throws: Errno.noSuchFileOrDirectory) { try fs.attributes(inode: inode) }
+    }
+    fs.forget(inode: taken[0], count: 1)
+    #expect(throws: Errno.noSuchFileOrDirectory) { try fs.attributes(inode: taken[0]) }
+  }
+
+  @Test func leftoversOfACrashAreCleanedAtLoad() throws {
+    let store = try LocalStore(directory: folder)
+    try store.apply([
+      .putInode(
+        InodeRecord(
+          inode: 500, mode: 0o100644, uid: 0, gid: 0, rdev: 0, accessTime: 0, modificationTime: 0,
+          changeTime: 0, target: nil))
+    ])
+    let stray = folder + "/files/" + LocalStore.workingFileName(501)
+    close(Glibc.open(stray, O_CREAT | O_WRONLY, 0o600))
+    let fs = try DocumentFileSystem(store: store, owner: me)
+    #expect(throws: Errno.noSuchFileOrDirectory) { try fs.attributes(inode: 500) }
+    #expect(Glibc.access(stray, F_OK) != 0)
+  }
+
+  @Test func aFolderCannotMoveIntoItself() throws {
+    let fs = try open()
+    let a = try fs.makeDirectory(parent: root, name: bytes("a"), mode: 0o755, caller: me)
+    let b = try fs.makeDirectory(
+      parent: UInt64(a.st_ino), name: bytes("b"), mode: 0o755, caller: me)
+    #expect(throws: Errno.invalidArgument) {
+      try fs.rename(
+        parent: root, name: bytes("a"), newParent: UInt64(b.st_ino), newName: bytes("a"),
+        options: [], caller: me)
+    }
+    #expect(throws: Errno.invalidArgument) {
+      try fs.rename(
+        parent: root, name: bytes("a"), newParent: UInt64(a.st_ino), newName: bytes("x"),
+        options: [], caller: me)
+    }
+  }
+
+  @Test func newNodesBelongToTheCallerAndSetgidFoldersPassTheirGroupOn() throws {
+    let fs = try open()
+    let other = Caller(uid: 2000, gid: 3000)
+    let shared = try fs.makeDirectory(parent: root, name: bytes("shared"), mode: 0o2775, caller: me)
+    #expect(shared.st_uid == 1000 && shared.st_gid == 1000)
+    let (file, handle) = try fs.create(
+      parent: UInt64(shared.st_ino), name: bytes("f"), mode: 0o644, flags: O_WRONLY, caller: other)
+    fs.release(handle: handle.handle)
+    #expect(file.st_uid == 2000)
+    #expect(file.st_gid == 1000)
+    let sub = try fs.makeDirectory(
+      parent: UInt64(shared.st_ino), name: bytes("sub"), mode: 0o755, caller: other)
+    #expect(sub.st_mode & UInt32(S_ISGID) != 0)
+  }
+
+  func listing(_ fs: DocumentFileSystem, _ inode: UInt64) -> [[UInt8]] {
+    guard let handle = try? fs.openDirectory(inode: inode) else { return [] }
+    defer { fs.releaseDirectory(handle: handle) }
+    var names: [[UInt8]] = []
+    try? fs.readDirectory(inode: inode, handle: handle, offset: 0, plus: false) { entry in
+      names.append(entry.name)
+      return true
+    }
+    return names
+  }
+}

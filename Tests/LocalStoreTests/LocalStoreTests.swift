@@ -1,0 +1,80 @@
+import Glibc
+import LocalStore
+import Testing
+
+/// A fresh state folder per test, as GRDB's own tests make a fresh database per test.
+func makeStateFolder() -> String {
+  var template = Array("/var/tmp/docsync-store-XXXXXX".utf8CString)
+  let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+  return path
+}
+
+@Suite struct LocalStoreTests {
+  let folder = makeStateFolder()
+
+  @Test func changesSurviveReopening() throws {
+    let record = InodeRecord(
+      inode: 20, mode: 0o100644, uid: 1000, gid: 1001, rdev: 0, accessTime: 1, modificationTime: 2,
+      changeTime: 3, target: nil)
+    let link = InodeRecord(
+      inode: 21, mode: 0o120777, uid: 0, gid: 0, rdev: 0, accessTime: 4, modificationTime: 5,
+      changeTime: 6, target: Array("tar\u{0}get".utf8))
+    let nfc: [UInt8] = [0xC3, 0xA9]
+    let nfd: [UInt8] = [0x65, 0xCC, 0x81]
+    do {
+      let store = try LocalStore(directory: folder)
+      try store.apply([
+        .putInode(record), .putInode(link),
+        .putEntry(EntryRecord(parent: 1, name: nfc, inode: 20)),
+        .putEntry(EntryRecord(parent: 1, name: nfd, inode: 21)),
+        .putExtendedAttribute(
+          ExtendedAttributeRecord(inode: 20, name: Array("user.a".utf8), value: [0, 1, 2])),
+        .setNextInode(22),
+      ])
+    }
+    let snapshot = try LocalStore(directory: folder).load()
+    #expect(Set(snapshot.inodes.map(\.inode)) == [20, 21])
+    #expect(snapshot.inodes.first { $0.inode == 20 } == record)
+    #expect(snapshot.inodes.first { $0.inode == 21 } == link)
+    #expect(snapshot.entries.count == 2, "NFC and NFD names are two entries")
+    #expect(snapshot.entries.first { $0.name == nfc }?.inode == 20)
+    #expect(snapshot.entries.first { $0.name == nfd }?.inode == 21)
+    #expect(
+      snapshot.extendedAttributes == [
+        ExtendedAttributeRecord(inode: 20, name: Array("user.a".utf8), value: [0, 1, 2])
+      ])
+    #expect(snapshot.nextInode == 22)
+  }
+
+  @Test func deletingAnInodeDeletesItsAttributes() throws {
+    let store = try LocalStore(directory: folder)
+    let record = InodeRecord(
+      inode: 30, mode: 0o100600, uid: 0, gid: 0, rdev: 0, accessTime: 0, modificationTime: 0,
+      changeTime: 0, target: nil)
+    try store.apply([
+      .putInode(record),
+      .putExtendedAttribute(
+        ExtendedAttributeRecord(inode: 30, name: Array("user.x".utf8), value: [1])),
+    ])
+    try store.apply([.deleteInode(30)])
+    let snapshot = try store.load()
+    #expect(snapshot.inodes.isEmpty)
+    #expect(snapshot.extendedAttributes.isEmpty)
+  }
+
+  @Test func workingFilesAreSpreadOverShards() {
+    #expect(LocalStore.workingFileName(0x1234) == "34/4660")
+    #expect(LocalStore.workingFileName(16) == "10/16")
+  }
+
+  @Test func anUnusableFolderIsReportedWithItsPath() throws {
+    let file = folder + "/plain-file"
+    let fd = open(file, O_CREAT | O_WRONLY, 0o600)
+    close(fd)
+    #expect {
+      _ = try LocalStore(directory: file + "/state")
+    } throws: { error in
+      "\(error)".contains(file)
+    }
+  }
+}
