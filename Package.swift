@@ -70,6 +70,12 @@ let package = Package(
       path: "Tools/BenchModel",
       swiftSettings: strict
     ),
+    .executableTarget(
+      name: "memoryfs-example",
+      dependencies: ["FuseLowLevel"],
+      path: "Tools/MemoryFS",
+      swiftSettings: strict
+    ),
     .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
     .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
     .testTarget(

@@ -1,0 +1,176 @@
+import CFuse
+import Glibc
+import SystemPackage
+
+/// One kernel request, answered exactly once: every reply consumes it, and one that is dropped
+/// without a reply answers EIO, so a forgotten path never hangs the caller.
+///
+/// The results of fuse_reply_* are ignored: they fail only when the kernel no longer waits for
+/// the answer (the caller was interrupted), and then there is nobody left to tell.
+struct Request: ~Copyable {
+  let raw: fuse_req_t
+
+  init(_ raw: fuse_req_t) {
+    self.raw = raw
+  }
+
+  deinit {
+    fuse_reply_err(raw, EIO)
+  }
+
+  var context: RequestContext {
+    let context = fuse_req_ctx(raw)!.pointee
+    return RequestContext(
+      uid: context.uid, gid: context.gid, pid: context.pid, umask: context.umask)
+  }
+
+  var fileSystem: any LowLevelFileSystem {
+    SessionBox.from(fuse_req_userdata(raw)).fileSystem
+  }
+
+  consuming func reply(error: Errno) {
+    fuse_reply_err(raw, error.rawValue)
+    discard self
+  }
+
+  /// The answer to forget and forget_multi, which the kernel does not wait for.
+  consuming func replyNone() {
+    fuse_reply_none(raw)
+    discard self
+  }
+
+  consuming func reply(_ result: Result<Void, Errno>) {
+    switch result {
+    case .success: fuse_reply_err(raw, 0)
+    case .failure(let error): fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(_ result: Result<Entry, Errno>) {
+    switch result {
+    case .success(let entry):
+      var parameter = entryParameter(entry)
+      fuse_reply_entry(raw, &parameter)
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(_ result: Result<AttributeReply, Errno>) {
+    switch result {
+    case .success(let reply):
+      var attributes = reply.attributes
+      fuse_reply_attr(raw, &attributes, reply.timeout)
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(link result: Result<[UInt8], Errno>) {
+    switch result {
+    case .success(var target):
+      target.append(0)
+      target.withUnsafeBufferPointer { bytes in
+        _ = fuse_reply_readlink(
+          raw, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self))
+      }
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(
+    _ result: Result<OpenReply, Errno>, info: UnsafeMutablePointer<fuse_file_info>
+  ) {
+    switch result {
+    case .success(let open):
+      setOpenFlags(open, info)
+      fuse_reply_open(raw, info)
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(
+    created result: Result<(Entry, OpenReply), Errno>, info: UnsafeMutablePointer<fuse_file_info>
+  ) {
+    switch result {
+    case .success(let (entry, open)):
+      setOpenFlags(open, info)
+      var parameter = entryParameter(entry)
+      fuse_reply_create(raw, &parameter, info)
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(_ result: Result<ReadData, Errno>) {
+    switch result {
+    case .success(.bytes(let bytes)):
+      bytes.withUnsafeBufferPointer { buffer in
+        _ = fuse_reply_buf(
+          raw, UnsafeRawPointer(buffer.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) },
+          buffer.count)
+      }
+    case .success(.file(let descriptor, let offset, let count)):
+      cfuse_reply_file_range(raw, descriptor, off_t(offset), count)
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(written result: Result<Int, Errno>) {
+    switch result {
+    case .success(let count): fuse_reply_write(raw, count)
+    case .failure(let error): fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  /// The first `count` of `bytes`.
+  consuming func reply(bytes: [UInt8], count: Int) {
+    bytes.withUnsafeBufferPointer { buffer in
+      _ = fuse_reply_buf(
+        raw, UnsafeRawPointer(buffer.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) },
+        count)
+    }
+    discard self
+  }
+
+  consuming func reply(_ result: Result<statvfs, Errno>) {
+    switch result {
+    case .success(var statistics): fuse_reply_statfs(raw, &statistics)
+    case .failure(let error): fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  consuming func reply(_ reply: ExtendedAttributeReply) {
+    switch reply {
+    case .size(let size):
+      fuse_reply_xattr(raw, size)
+    case .bytes(let bytes):
+      bytes.withUnsafeBufferPointer { buffer in
+        _ = fuse_reply_buf(
+          raw, UnsafeRawPointer(buffer.baseAddress).map { $0.assumingMemoryBound(to: CChar.self) },
+          buffer.count)
+      }
+    case .error(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
+  private func setOpenFlags(_ open: OpenReply, _ info: UnsafeMutablePointer<fuse_file_info>) {
+    cfuse_set_open_flags(
+      info, open.handle, open.directIO ? 1 : 0, open.keepCache ? 1 : 0, open.nonSeekable ? 1 : 0,
+      open.cacheDirectory ? 1 : 0)
+  }
+}

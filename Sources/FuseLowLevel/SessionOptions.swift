@@ -1,0 +1,38 @@
+/// How a `Session` mounts and serves: everything that becomes a libfuse option.
+///
+/// Always on: `default_permissions`, so the kernel checks modes and the mount stays private to
+/// its owner unless `allowOther`. Never on: `noatime`.
+public struct SessionOptions: Sendable {
+  public var mountPoint: String
+  /// The "device" column of /proc/mounts and df.
+  public var fsName: String
+  /// Shown as the type `fuse.<subtype>`.
+  public var subtype: String
+  /// Let other users (root included) use the mount; needs `user_allow_other` in
+  /// /etc/fuse.conf unless the mounter is root.
+  public var allowOther: Bool
+  /// Let the kernel cache writes and send them later; off until the file system is ready for
+  /// the kernel to own mtime and size between flushes.
+  public var writebackCache: Bool
+  /// Worker threads kept waiting for requests.
+  public var maxIdleThreads: UInt32
+  /// The most worker threads libfuse starts.
+  public var maxThreads: UInt32
+  /// libfuse prints every request and reply to stderr.
+  public var debug: Bool
+
+  public init(
+    mountPoint: String, fsName: String = "docsync", subtype: String = "docsync",
+    allowOther: Bool = false, writebackCache: Bool = false, maxIdleThreads: UInt32 = 10,
+    maxThreads: UInt32 = 10, debug: Bool = false
+  ) {
+    self.mountPoint = mountPoint
+    self.fsName = fsName
+    self.subtype = subtype
+    self.allowOther = allowOther
+    self.writebackCache = writebackCache
+    self.maxIdleThreads = maxIdleThreads
+    self.maxThreads = maxThreads
+    self.debug = debug
+  }
+}
