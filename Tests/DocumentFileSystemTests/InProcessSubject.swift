@@ -71,13 +71,11 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   private func resolveParent(_ path: String) throws -> (UInt64, [UInt8]) {
     var parts = components(path)
     guard let name = parts.popLast() else { throw Errno.invalidArgument }
-    let prefix = parts.map { String(decoding: $0, as: UTF8.self) }
     // Rebuild the prefix from bytes so that no normalisation can creep in.
     var parentPath: [UInt8] = []
     for part in parts {
       parentPath += part + [UInt8(ascii: "/")]
     }
-    _ = prefix
     let parent = try resolve(String(decoding: parentPath, as: UTF8.self))
     let attributes = try fileSystem.attributes(inode: parent)
     if attributes.st_mode & UInt32(S_IFMT) != UInt32(S_IFDIR) { throw Errno.notDirectory }
@@ -99,11 +97,12 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
         seconds: Int64(attributes.st_ctim.tv_sec), nanoseconds: Int64(attributes.st_ctim.tv_nsec)))
   }
 
-  private func register<T>(_ body: (UInt64) -> T) -> UInt64 {
+  /// Runs `body` with a new id, under the lock.
+  private func register(_ body: (UInt64) -> Void) -> UInt64 {
     lock.withLock {
       let id = nextId
       nextId += 1
-      _ = body(id)
+      body(id)
       return id
     }
   }
@@ -186,7 +185,7 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
     let attributes = try fileSystem.attributes(inode: inode)
     if attributes.st_mode & UInt32(S_IFMT) != UInt32(S_IFDIR) { throw Errno.notDirectory }
     let handle = try fileSystem.openDirectory(inode: inode)
-    return OpenDirectory(id: register { lock.unlocked { directories[$0] = (inode, handle, 0) } })
+    return OpenDirectory(id: register { directories[$0] = (inode, handle, 0) })
   }
 
   func readDirectory(_ directory: OpenDirectory, maximumCount: Int) throws -> [DirectoryEntry] {
@@ -245,14 +244,14 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
       fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
       let append = options.contains(.append)
       return FileSystemConformance.OpenFile(
-        id: register { lock.unlocked { files[$0] = (UInt64(attributes.st_ino), opened.handle, append) } })
+        id: register { files[$0] = (UInt64(attributes.st_ino), opened.handle, append) })
     }
     let attributes = try fileSystem.attributes(inode: inode)
     let isDirectory = attributes.st_mode & UInt32(S_IFMT) == UInt32(S_IFDIR)
     if options.contains(.directory) && !isDirectory { throw Errno.notDirectory }
     if isDirectory {
       if options.contains(.write) { throw Errno.isDirectory }
-      return FileSystemConformance.OpenFile(id: register { lock.unlocked { files[$0] = (inode, nil, false) } })
+      return FileSystemConformance.OpenFile(id: register { files[$0] = (inode, nil, false) })
     }
     let opened = try fileSystem.open(inode: inode, flags: flags, caller: requester)
     if options.contains(.truncate) && options.contains(.write) {
@@ -261,7 +260,7 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
     }
     let append = options.contains(.append)
     return FileSystemConformance.OpenFile(
-      id: register { lock.unlocked { files[$0] = (inode, opened.handle, append) } })
+      id: register { files[$0] = (inode, opened.handle, append) })
   }
 
   func read(_ file: FileSystemConformance.OpenFile, at offset: Int64, count: Int) throws -> [UInt8] {
@@ -389,6 +388,4 @@ final class NSLockLike: @unchecked Sendable {
     defer { pthread_mutex_unlock(&mutex) }
     return try body()
   }
-  /// For code that already holds the lock.
-  func unlocked<T>(_ body: () -> T) -> T { body() }
 }

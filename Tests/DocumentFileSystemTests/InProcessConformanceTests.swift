@@ -1,0 +1,35 @@
+import FileSystemConformance
+import Testing
+
+/// The conformance suite in process against `DocumentFileSystem`, with no kernel in between.
+@Suite("conformance checks in process against DocumentFileSystem")
+struct InProcessConformanceTests {
+  static let subject: InProcessSubject = {
+    do {
+      return try InProcessSubject(stateFolder: temporaryFolder())
+    } catch {
+      fatalError("cannot open a fresh DocumentFileSystem: \(error)")
+    }
+  }()
+
+  @Test(arguments: ConformanceSuite.checks(for: subject.capabilities))
+  func check(_ check: ConformanceCheck) throws {
+    try ConformanceSuite.run(check, on: Self.subject)
+  }
+
+  /// Checks that need a kernel (mmap, locks) run through a real mount in MountTests.
+  @Test func onlyKernelChecksAreLeftOut() {
+    let excluded = ConformanceSuite.excludedChecks(for: Self.subject.capabilities)
+    #expect(excluded.allSatisfy { !$0.requires.intersection([.mmap, .locks]).isEmpty })
+  }
+
+  @Test("fsx keeps every byte in process", arguments: [7 as UInt64, 0xD0C5, 424_242])
+  func fsx(seed: UInt64) throws {
+    let scratch = "fsx-\(seed)"
+    try Self.subject.makeDirectory(scratch, mode: 0o755)
+    defer { try? ConformanceSuite.removeTree(scratch, on: Self.subject) }
+    try Fsx.run(
+      subject: Self.subject, path: scratch + "/file", seed: seed, operations: 3_000,
+      maxFileSize: 256 * 1024)
+  }
+}
