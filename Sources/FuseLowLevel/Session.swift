@@ -147,6 +147,7 @@ public final class Session: Sendable {
       return state.ownsSignals
     }
     installWakeHandler()
+    unblockSignals(ownsSignals ? [wakeSignal, SIGTERM, SIGINT, SIGHUP] : [wakeSignal])
     if ownsSignals { signalLoopThread.store(UInt(thread), ordering: .sequentiallyConsistent) }
     // An exit requested before the loop thread was known must not be lost.
     if state.withLock({ $0.exitRequested }) { fuse_session_exit(native.pointer) }
@@ -216,6 +217,7 @@ public final class Session: Sendable {
       }
       // A reply written to a connection the kernel already closed must not kill the process.
       signal(SIGPIPE, SIG_IGN)
+      unblockSignals([wakeSignal, SIGTERM, SIGINT, SIGHUP])
       state.ownsSignals = true
     }
   }
@@ -250,6 +252,16 @@ private func handleTerminationSignal(_ signal: Int32) {
   if loop != 0 && loop != UInt(pthread_self()) {
     pthread_kill(pthread_t(loop), wakeSignal)
   }
+}
+
+/// Unblocks `signals` on the calling thread. A process may start with them blocked: Foundation's
+/// Process on Linux hands its own mask to the child (seen in MemoryFSMountTests: SigBlk
+/// fffffffe3bfbea27 and SIGTERM left pending), and a blocked signal never ends the loop.
+private func unblockSignals(_ signals: [Int32]) {
+  var set = sigset_t()
+  sigemptyset(&set)
+  for signal in signals { sigaddset(&set, signal) }
+  pthread_sigmask(SIG_UNBLOCK, &set, nil)
 }
 
 /// Installs the do-nothing wake handler once, unless the process already handles the signal

@@ -67,12 +67,15 @@ extension ConformanceCheck: CustomTestStringConvertible {
 
 /// A scratch root on the real disk, not under /tmp (which may be a tmpfs).
 enum PlainFolder {
-  static let root: String = {
+  static let root = make()
+
+  /// A new empty folder under /var/tmp.
+  static func make() -> String {
     var template = Array("/var/tmp/docsync-conformance-XXXXXX".utf8CString)
     let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
     precondition(made != nil, "mkdtemp failed: \(errno)")
     return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }()
+  }
 }
 
 /// A subject whose reads flip one bit of any read longer than 1,000 bytes, to prove that fsx
