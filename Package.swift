@@ -41,6 +41,20 @@ let package = Package(
       swiftSettings: strict
     ),
     .target(
+      name: "Hub",
+      dependencies: [
+        .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      swiftSettings: strict
+    ),
+    .executableTarget(
+      name: "hub-stress",
+      dependencies: ["Hub"],
+      path: "Tools/HubStress",
+      swiftSettings: strict
+    ),
+    .target(
       name: "DocumentFileSystem",
       dependencies: ["LocalStore", .product(name: "SystemPackage", package: "swift-system")],
       swiftSettings: strict
@@ -77,6 +91,7 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
+    .testTarget(name: "HubTests", dependencies: ["Hub"], swiftSettings: strict),
     .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",
