@@ -1,0 +1,37 @@
+/// Editor and system artifacts that never become documents (DESIGN.md, "How editors save").
+///
+/// Short-lived temp files with ordinary names (`sedXXXXXX`, `lu*.tmp`) are not listed: the quiet
+/// window of `SaveCoalescer` folds them away instead.
+public enum IgnoredNames {
+  /// The reserved folder at the root of the mount.
+  public static let versionsFolder = Array(".versions".utf8)
+
+  /// Whether one name matches `4913`, `.*.sw?`, `*~`, `#*#`, `.#*`, `.goutputstream-*`,
+  /// `.~lock.*#`, `*.vsctmp` or `.fuse_hidden*`.
+  public static func isIgnored(name: [UInt8]) -> Bool {
+    func starts(_ text: String) -> Bool { name.starts(with: text.utf8) }
+    func ends(_ text: String) -> Bool { name.reversed().starts(with: text.utf8.reversed()) }
+    if name == Array("4913".utf8) { return true }
+    if ends("~") || starts(".#") || starts(".goutputstream-") || ends(".vsctmp")
+      || starts(".fuse_hidden")
+    {
+      return true
+    }
+    if name.count >= 2 && starts("#") && ends("#") { return true }
+    if name.count >= 8 && starts(".~lock.") && ends("#") { return true }
+    // `.*.sw?`: vim's swap files `.f.swp`, `.f.swo`, ...
+    if name.count >= 5 && starts(".")
+      && name[name.count - 4..<name.count - 1].elementsEqual(".sw".utf8)
+    {
+      return true
+    }
+    return false
+  }
+
+  /// Whether a path never syncs: it is `.versions` at the root or below it, or any component is
+  /// ignored.
+  public static func isIgnored(_ path: DocumentPath) -> Bool {
+    if path.components.first == versionsFolder { return true }
+    return path.components.contains(where: isIgnored(name:))
+  }
+}

@@ -1,0 +1,101 @@
+/// One local file-system operation, as the mount observed it during a quiet window.
+public enum LocalOperation: Hashable, Sendable {
+  /// A file, folder or symlink appeared (open with O_CREAT, mkdir, symlink).
+  case create(DocumentPath)
+  /// Bytes or attributes changed (write, truncate, chmod), or a writer closed the file.
+  case write(DocumentPath)
+  /// rename(2); a folder's rename moves everything below it.
+  case rename(from: DocumentPath, to: DocumentPath)
+  /// unlink or rmdir.
+  case remove(DocumentPath)
+
+  var paths: [DocumentPath] {
+    switch self {
+    case .create(let path), .write(let path), .remove(let path): [path]
+    case .rename(let from, let to): [from, to]
+    }
+  }
+}
+
+/// Folds the steps of editor saves into one version per path (invariant 4).
+///
+/// Identity is the path: whatever sits at a path when the window closes continues that path's
+/// history, so a temp file renamed over `f`, `rename(f, f~)` followed by a new `f`, and truncate
+/// and rewrite all become one version of `f` whose parent is the version `f` had before.
+/// Ignored names never produce versions, a path that did not exist before and does not exist
+/// after (a `sedXXXXXX` temp) produces nothing, and a path whose content ends as it started
+/// produces nothing. A path that ends empty after existing gets a deletion. A path that ends
+/// holding what was renamed from a path that no longer exists names that origin.
+public enum SaveCoalescer {
+  /// The versions to publish for one quiet window.
+  ///
+  /// - Parameters:
+  ///   - operations: the operations of the window, in order.
+  ///   - before: the version each path showed when the window opened (a deletion record is
+  ///     fine); it needs to cover the touched paths and, for renamed folders, their subtrees.
+  ///   - after: what each path holds when the window closes (absent: nothing), with the same
+  ///     coverage.
+  public static func changes(
+    operations: [LocalOperation], before: [DocumentPath: VersionRecord],
+    after: [DocumentPath: VersionContent]
+  ) -> [PendingChange] {
+    var touched: Set<DocumentPath> = []
+    // For each path, the pre-window path whose document it now holds (nil: a new one).
+    var source: [DocumentPath: DocumentPath?] = [:]
+    func currentSource(_ path: DocumentPath) -> DocumentPath? {
+      if let known = source[path] { return known }
+      return before[path].map { $0.content.isDeletion ? nil : $0.path } ?? nil
+    }
+    for operation in operations {
+      touched.formUnion(operation.paths)
+      switch operation {
+      case .create(let path):
+        source[path] = .some(nil)
+      case .write:
+        break
+      case .remove(let path):
+        source[path] = .some(nil)
+      case .rename(let from, let to):
+        guard from != to else { continue }
+        var moved = Set(before.keys).union(after.keys).union(source.keys).filter {
+          $0.isEqualOrDescendant(of: from)
+        }
+        moved.insert(from)
+        let sources = moved.map { ($0, currentSource($0)) }
+        let overwritten = Set(before.keys).union(after.keys).union(source.keys).filter {
+          $0.isEqualOrDescendant(of: to) && $0 != to
+        }
+        for path in overwritten { source[path] = .some(nil) }
+        for (path, _) in sources { source[path] = .some(nil) }
+        for (path, origin) in sources {
+          let target = path.rebased(from: from, to: to)
+          source[target] = .some(origin)
+          touched.insert(path)
+          touched.insert(target)
+        }
+        touched.formUnion(overwritten)
+      }
+    }
+    var result: [PendingChange] = []
+    for path in touched.sorted() where !path.isRoot && !IgnoredNames.isIgnored(path) {
+      let previous = before[path]
+      guard let now = after[path] else {
+        if let previous, !previous.content.isDeletion {
+          result.append(PendingChange(path: path, content: .deletion, parents: [previous.id]))
+        }
+        continue
+      }
+      if let previous, previous.content == now { continue }
+      var origin: RenameOrigin?
+      if let from = source[path] ?? nil, from != path, after[from] == nil,
+        !IgnoredNames.isIgnored(from), let moved = before[from], !moved.content.isDeletion
+      {
+        origin = RenameOrigin(path: from, version: moved.id)
+      }
+      result.append(
+        PendingChange(
+          path: path, content: now, parents: previous.map { [$0.id] } ?? [], origin: origin))
+    }
+    return result
+  }
+}

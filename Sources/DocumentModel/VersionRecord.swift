@@ -1,0 +1,279 @@
+/// What a version holds: content for files and symlinks, nothing for folders and deletions.
+public enum VersionContent: Hashable, Sendable {
+  /// A regular file; `executable` is the one mode bit that syncs.
+  case file(hash: ContentHash, size: UInt64, executable: Bool)
+  case directory
+  /// A symbolic link whose target bytes are the blob `hash`.
+  case symlink(hash: ContentHash, size: UInt64)
+  case deletion
+
+  /// The kind of version, in the order that the canonical encoding uses.
+  public var kind: VersionKind {
+    switch self {
+    case .file: .file
+    case .directory: .directory
+    case .symlink: .symlink
+    case .deletion: .deletion
+    }
+  }
+
+  /// The blob this version needs, if any.
+  public var blobHash: ContentHash? {
+    switch self {
+    case .file(let hash, _, _), .symlink(let hash, _): hash
+    case .directory, .deletion: nil
+    }
+  }
+
+  public var isDeletion: Bool { self == .deletion }
+}
+
+/// The four kinds of version record.
+public enum VersionKind: UInt8, Sendable, Hashable {
+  case file = 1
+  case directory = 2
+  case symlink = 3
+  case deletion = 4
+}
+
+/// Where a renamed document came from: the path and the version it had there.
+public struct RenameOrigin: Hashable, Sendable {
+  public let path: DocumentPath
+  public let version: VersionID
+  public init(path: DocumentPath, version: VersionID) {
+    self.path = path
+    self.version = version
+  }
+}
+
+/// An immutable version of one path; its id is the SHA-256 of its canonical encoding.
+public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
+  public let id: VersionID
+  public let path: DocumentPath
+  public let content: VersionContent
+  /// Versions of the same path this one follows, sorted and without duplicates.
+  public let parents: [VersionID]
+  public let modified: HLCTimestamp
+  public let deviceID: DeviceID
+  /// The device's name as people read it; sanitised only when it becomes a file name.
+  public let deviceName: String
+  public let origin: RenameOrigin?
+
+  /// Builds a record and derives its id from its canonical encoding.
+  public init(
+    path: DocumentPath, content: VersionContent, parents: [VersionID], modified: HLCTimestamp,
+    deviceID: DeviceID, deviceName: String, origin: RenameOrigin? = nil
+  ) {
+    precondition(!path.isRoot, "the root of the library has no versions")
+    let sortedParents = Array(Set(parents)).sorted()
+    let draft = VersionRecord(
+      storedID: VersionID(Digest256(bytes: [UInt8](repeating: 0, count: 32))!), path: path,
+      content: content, parents: sortedParents, modified: modified, deviceID: deviceID,
+      deviceName: deviceName, origin: origin)
+    self.init(
+      storedID: VersionID(.sha256(draft.encoded)), path: path, content: content,
+      parents: sortedParents, modified: modified, deviceID: deviceID, deviceName: deviceName,
+      origin: origin)
+  }
+
+  /// Rebuilds a record with an id read from storage, without checking it; check it with
+  /// `Integrity.verify(_:)` before trusting it.
+  public init(
+    storedID: VersionID, path: DocumentPath, content: VersionContent, parents: [VersionID],
+    modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?
+  ) {
+    self.id = storedID
+    self.path = path
+    self.content = content
+    self.parents = parents
+    self.modified = modified
+    self.deviceID = deviceID
+    self.deviceName = deviceName
+    self.origin = origin
+  }
+
+  public var kind: VersionKind { content.kind }
+
+  /// The canonical bytes; their SHA-256 is `id`.
+  public var encoded: [UInt8] { CanonicalEncoding.fields(of: self) }
+
+  /// Decodes canonical bytes, refusing them unless their hash is `expectedID` and they are in
+  /// canonical form (so one record has exactly one encoding).
+  public init(decoding bytes: [UInt8], expectedID: VersionID) throws(IntegrityError) {
+    guard VersionID(.sha256(bytes)) == expectedID else {
+      throw .recordHashMismatch(expected: expectedID)
+    }
+    var reader = CanonicalEncoding.Reader(bytes: bytes)
+    guard let decoded = reader.record(id: expectedID), reader.atEnd,
+      CanonicalEncoding.fields(of: decoded) == bytes
+    else { throw .malformedRecord(expectedID) }
+    self = decoded
+  }
+
+  public var description: String {
+    "\(id.shortHex) \(path) \(kind) parents=\(parents.map(\.shortHex)) t=\(modified) dev=\(deviceName)"
+  }
+
+  // Ids are hashes of every field, so equal ids mean equal records.
+  public static func == (lhs: VersionRecord, rhs: VersionRecord) -> Bool { lhs.id == rhs.id }
+  public func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// Why a record or blob was refused.
+public enum IntegrityError: Error, Hashable, Sendable {
+  case recordHashMismatch(expected: VersionID)
+  case malformedRecord(VersionID)
+  case blobHashMismatch(expected: ContentHash)
+}
+
+/// The checks every record and blob passes before it is applied (invariant 5).
+public enum Integrity {
+  /// Recomputes a record's id from its fields.
+  public static func verify(_ record: VersionRecord) throws(IntegrityError) {
+    let recomputed = VersionID(.sha256(CanonicalEncoding.fields(of: record)))
+    guard recomputed == record.id, record.parents == Array(Set(record.parents)).sorted() else {
+      throw .recordHashMismatch(expected: record.id)
+    }
+  }
+
+  /// Checks that `blob` has the hash `hash`.
+  public static func verify(blob: [UInt8], hash: ContentHash) throws(IntegrityError) {
+    guard ContentHash(of: blob) == hash else { throw .blobHashMismatch(expected: hash) }
+  }
+}
+
+/// The canonical encoding: fixed field order, big-endian integers, length-prefixed byte
+/// strings, sorted parents. Version 1 is tagged so that a later encoding gets different ids.
+enum CanonicalEncoding {
+  static let magic = Array("docsync.version.1".utf8)
+
+  static func fields(of record: VersionRecord) -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(128 + record.parents.count * 32)
+    appendBytes(magic, to: &out)
+    out.append(record.kind.rawValue)
+    appendPath(record.path, to: &out)
+    appendInt(UInt64(record.parents.count), width: 4, to: &out)
+    for parent in record.parents { out += parent.bytes }
+    switch record.content {
+    case .file(let hash, let size, let executable):
+      out += hash.bytes
+      appendInt(size, width: 8, to: &out)
+      out.append(executable ? 1 : 0)
+    case .symlink(let hash, let size):
+      out += hash.bytes
+      appendInt(size, width: 8, to: &out)
+    case .directory, .deletion:
+      break
+    }
+    appendInt(record.modified.wallMilliseconds, width: 8, to: &out)
+    appendInt(UInt64(record.modified.counter), width: 4, to: &out)
+    appendInt(record.deviceID.high, width: 8, to: &out)
+    appendInt(record.deviceID.low, width: 8, to: &out)
+    appendBytes(Array(record.deviceName.utf8), to: &out)
+    if let origin = record.origin {
+      out.append(1)
+      appendPath(origin.path, to: &out)
+      out += origin.version.bytes
+    } else {
+      out.append(0)
+    }
+    return out
+  }
+
+  static func appendInt(_ value: UInt64, width: Int, to out: inout [UInt8]) {
+    for index in stride(from: width - 1, through: 0, by: -1) {
+      out.append(UInt8(truncatingIfNeeded: value >> UInt64(index * 8)))
+    }
+  }
+
+  static func appendBytes(_ bytes: [UInt8], to out: inout [UInt8]) {
+    appendInt(UInt64(bytes.count), width: 4, to: &out)
+    out += bytes
+  }
+
+  static func appendPath(_ path: DocumentPath, to out: inout [UInt8]) {
+    appendInt(UInt64(path.components.count), width: 4, to: &out)
+    for component in path.components { appendBytes(component, to: &out) }
+  }
+
+  struct Reader {
+    let bytes: [UInt8]
+    var offset = 0
+
+    var atEnd: Bool { offset == bytes.count }
+
+    mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
+      guard count >= 0, bytes.count - offset >= count else { return nil }
+      defer { offset += count }
+      return bytes[offset..<offset + count]
+    }
+
+    mutating func int(width: Int) -> UInt64? {
+      guard let slice = take(width) else { return nil }
+      return slice.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    mutating func byteString() -> [UInt8]? {
+      guard let count = int(width: 4), let slice = take(Int(count)) else { return nil }
+      return Array(slice)
+    }
+
+    mutating func digest() -> Digest256? {
+      guard let slice = take(32) else { return nil }
+      return Digest256(bytes: slice)
+    }
+
+    mutating func path() -> DocumentPath? {
+      guard let count = int(width: 4), count <= bytes.count else { return nil }
+      var components: [[UInt8]] = []
+      for _ in 0..<count {
+        guard let component = byteString(), !component.isEmpty,
+          !component.contains(UInt8(ascii: "/"))
+        else { return nil }
+        components.append(component)
+      }
+      return DocumentPath(components: components)
+    }
+
+    mutating func record(id: VersionID) -> VersionRecord? {
+      guard byteString() == CanonicalEncoding.magic, let kindByte = take(1)?.first,
+        let kind = VersionKind(rawValue: kindByte), let recordPath = self.path(),
+        !recordPath.isRoot,
+        let parentCount = int(width: 4), parentCount <= bytes.count / 32
+      else { return nil }
+      var parents: [VersionID] = []
+      for _ in 0..<parentCount {
+        guard let digest = digest() else { return nil }
+        parents.append(VersionID(digest))
+      }
+      let content: VersionContent
+      switch kind {
+      case .file:
+        guard let hash = digest(), let size = int(width: 8), let flag = take(1)?.first, flag <= 1
+        else { return nil }
+        content = .file(hash: ContentHash(hash), size: size, executable: flag == 1)
+      case .symlink:
+        guard let hash = digest(), let size = int(width: 8) else { return nil }
+        content = .symlink(hash: ContentHash(hash), size: size)
+      case .directory: content = .directory
+      case .deletion: content = .deletion
+      }
+      guard let wall = int(width: 8), let counter = int(width: 4), let high = int(width: 8),
+        let low = int(width: 8), let name = byteString(), let hasOrigin = take(1)?.first
+      else { return nil }
+      var origin: RenameOrigin?
+      if hasOrigin == 1 {
+        guard let originPath = self.path(), let originID = digest() else { return nil }
+        origin = RenameOrigin(path: originPath, version: VersionID(originID))
+      } else if hasOrigin != 0 {
+        return nil
+      }
+      guard let deviceName = String(validating: name, as: UTF8.self) else { return nil }
+      return VersionRecord(
+        storedID: id, path: recordPath, content: content, parents: parents,
+        modified: HLCTimestamp(wallMilliseconds: wall, counter: UInt32(counter)),
+        deviceID: DeviceID(high: high, low: low), deviceName: deviceName, origin: origin)
+    }
+  }
+}

@@ -1,0 +1,475 @@
+import DocumentModel
+import Foundation
+import Testing
+
+/// SplitMix64: small, fast, and the same sequence on every platform for a seed.
+struct SplitMix64 {
+  var state: UInt64
+  mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+  mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
+  mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
+  mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
+}
+
+/// A version record (and its blob) on the wire.
+struct Message {
+  var id: VersionID
+  var bytes: [UInt8]
+  var blob: [UInt8]?
+}
+
+struct SimDevice {
+  var author: VersionAuthor
+  var set = VersionSet()
+  var library = LibraryState(VersionSet())
+  var blobs: [ContentHash: [UInt8]] = [:]
+  var online = true
+  var inbox: [Message] = []
+  var outbox: [Message] = []
+  var skewMilliseconds: UInt64
+}
+
+/// One seeded schedule of many devices; `run()` returns the first broken invariant, if any.
+struct Schedule {
+  var rng: SplitMix64
+  var devices: [SimDevice] = []
+  var step: UInt64 = 0
+  var created: [VersionID] = []
+  var resolutions: Set<VersionID> = []
+  var refused = 0
+  var failure: String?
+
+  static let folders = ["d0", "d1", "d0/e"].map(DocumentPath.init)
+  static let names = ["a.md", "b.txt", "Makefile", "archive.tar.gz"]
+
+  init(seed: UInt64) {
+    rng = SplitMix64(state: seed)
+    let count = 2 + rng.below(7)
+    for index in 0..<count {
+      let author = VersionAuthor(
+        deviceID: DeviceID(high: rng.next(), low: UInt64(index)), deviceName: "dev \(index)")
+      // Some devices run hours behind, so only the hybrid clock orders their versions.
+      let skew = rng.chance(30) ? UInt64(1 + rng.below(5)) * 3_600_000 : 0
+      devices.append(SimDevice(author: author, skewMilliseconds: skew))
+    }
+  }
+
+  mutating func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition && failure == nil { failure = message() }
+  }
+
+  func now(_ device: Int) -> UInt64 {
+    100_000_000_000 + step * 1_000 - devices[device].skewMilliseconds
+  }
+
+  mutating func run() -> String? {
+    let steps = 10 + rng.below(40)
+    while Int(step) < steps && failure == nil {
+      step += 1
+      let roll = rng.below(100)
+      let device = rng.below(devices.count)
+      if roll < 50 {
+        localWork(device)
+      } else if roll < 56 {
+        devices[device].online.toggle()
+      } else {
+        flush()
+        deliver(limit: 1 + rng.below(4))
+      }
+    }
+    for index in devices.indices { devices[index].online = true }
+    flush()
+    deliver(limit: Int.max)
+    if failure == nil { checkConverged() }
+    return failure
+  }
+
+  // MARK: network
+
+  mutating func flush() {
+    for sender in devices.indices where devices[sender].online {
+      let messages = devices[sender].outbox
+      devices[sender].outbox = []
+      for receiver in devices.indices where receiver != sender {
+        devices[receiver].inbox += messages
+      }
+    }
+  }
+
+  mutating func deliver(limit: Int) {
+    var delivered = 0
+    while delivered < limit && failure == nil {
+      let ready = devices.indices.filter { devices[$0].online && !devices[$0].inbox.isEmpty }
+      guard !ready.isEmpty else { return }
+      let device = rng.pick(ready)
+      let index = rng.below(devices[device].inbox.count)
+      let message = devices[device].inbox[index]
+      if rng.chance(6) {
+        corruptAndOffer(message, to: device)
+      }
+      // Duplicates: sometimes the message stays queued and comes again later.
+      if !rng.chance(15) { devices[device].inbox.remove(at: index) }
+      receive(message, at: device)
+      delivered += 1
+    }
+  }
+
+  mutating func corruptAndOffer(_ message: Message, to device: Int) {
+    var bad = message
+    switch rng.below(3) {
+    case 0:
+      bad.bytes[rng.below(bad.bytes.count)] ^= UInt8(1 + rng.below(255))
+    case 1 where bad.blob != nil:
+      if bad.blob!.isEmpty { bad.blob = [0] } else { bad.blob![rng.below(bad.blob!.count)] ^= 0x80 }
+    default:
+      bad.id = VersionID(.sha256(bad.bytes + [1]))
+    }
+    let before = (devices[device].set.count, devices[device].library)
+    receive(bad, at: device, expectRefusal: true)
+    check(
+      devices[device].set.count == before.0 && devices[device].library == before.1,
+      "a corrupted record changed device \(device)")
+  }
+
+  mutating func receive(_ message: Message, at device: Int, expectRefusal: Bool = false) {
+    let record: VersionRecord
+    do {
+      record = try VersionRecord(decoding: message.bytes, expectedID: message.id)
+      if let hash = record.content.blobHash {
+        try Integrity.verify(blob: message.blob ?? [], hash: hash)
+      }
+    } catch {
+      check(expectRefusal, "device \(device) refused an intact record: \(error)")
+      refused += 1
+      return
+    }
+    check(!expectRefusal, "device \(device) accepted a corrupted message \(record)")
+    guard !expectRefusal else { return }
+    if let hash = record.content.blobHash { devices[device].blobs[hash] = message.blob }
+    devices[device].author.observe(record)
+    let touched = devices[device].set.insert(contentsOf: [record])
+    devices[device].library.update(from: devices[device].set, touched: touched)
+  }
+
+  // MARK: local work
+
+  func view(_ device: Int) -> [DocumentPath: VersionContent] {
+    devices[device].library.entries.mapValues { entry in
+      switch entry {
+      case .document(let record): record.content
+      case .directory: .directory
+      }
+    }
+  }
+
+  func before(_ device: Int, _ paths: some Sequence<DocumentPath>) -> [DocumentPath: VersionRecord]
+  {
+    var result: [DocumentPath: VersionRecord] = [:]
+    for path in paths {
+      if let record = devices[device].library.current(at: path) {
+        result[path] = record
+      } else if let winner = devices[device].set.pathState(at: path)?.winner {
+        result[path] = winner
+      }
+    }
+    return result
+  }
+
+  mutating func newContent(_ device: Int) -> VersionContent {
+    var blob = (0..<rng.below(12)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+    if rng.chance(10) { blob = [] }
+    let hash = ContentHash(of: blob)
+    devices[device].blobs[hash] = blob
+    if rng.chance(5) { return .symlink(hash: hash, size: UInt64(blob.count)) }
+    return .file(hash: hash, size: UInt64(blob.count), executable: rng.chance(10))
+  }
+
+  mutating func localWork(_ device: Int) {
+    var local = view(device)
+    let documents = local.filter { $0.value.kind != .directory }.keys.sorted()
+    let folders = local.filter { $0.value.kind == .directory }.keys.sorted()
+    var ops: [LocalOperation] = []
+    var saved: DocumentPath?
+    switch rng.below(10) {
+    case 0, 1:  // create or nano-style edit, making missing folders first
+      var target = (rng.chance(30) ? DocumentPath.root : rng.pick(Self.folders))
+        .appending(rng.pick(Self.names))
+      // Now and then a file where other devices may make a folder.
+      if rng.chance(4) { target = rng.pick(Self.folders) }
+      let folder = target.parent
+      var missing: [DocumentPath] = []
+      var ancestor = folder
+      while !ancestor.isRoot {
+        if let existing = local[ancestor] {
+          guard existing == .directory else { return }
+        } else {
+          missing.insert(ancestor, at: 0)
+        }
+        ancestor = ancestor.parent
+      }
+      if local[target] == .directory { return }
+      for path in missing {
+        ops.append(.create(path))
+        local[path] = .directory
+      }
+      if local[target] == nil { ops.append(.create(target)) }
+      ops.append(.write(target))
+      local[target] = newContent(device)
+      saved = target
+    case 2, 3:  // an editor save of an existing document
+      guard !documents.isEmpty else { return }
+      let target = rng.pick(documents)
+      let folder = target.parent
+      let backup = target.parent.appending(target.name + Array("~".utf8))
+      switch rng.below(4) {
+      case 0:
+        let temp = folder.appending(".goutputstream-\(rng.below(1000))")
+        ops = [.create(temp), .write(temp), .rename(from: temp, to: target)]
+      case 1:
+        let temp = folder.appending("sed\(rng.below(1000))")
+        ops = [.create(temp), .write(temp), .rename(from: temp, to: target)]
+      case 2:
+        let probe = folder.appending("4913")
+        ops = [
+          .create(probe), .remove(probe), .rename(from: target, to: backup), .create(target),
+          .write(target), .remove(backup),
+        ]
+      default:
+        ops = [.rename(from: target, to: backup), .create(target), .write(target)]
+        local[backup] = local[target]
+      }
+      local[target] = newContent(device)
+      saved = target
+    case 4:  // rename a document
+      guard !documents.isEmpty else { return }
+      let from = rng.pick(documents)
+      let to = rng.pick([DocumentPath.root] + folders).appending(rng.pick(Self.names))
+      guard local[to] == nil else { return }
+      ops = [.rename(from: from, to: to)]
+      local[to] = local[from]
+      local[from] = nil
+    case 5:  // delete a document
+      guard !documents.isEmpty else { return }
+      let target = rng.pick(documents)
+      ops = [.remove(target)]
+      local[target] = nil
+    case 6:  // mkdir
+      let target = rng.pick(Self.folders)
+      guard local[target] == nil, target.parent.isRoot || local[target.parent] == .directory else {
+        return
+      }
+      ops = [.create(target)]
+      local[target] = .directory
+    case 7:  // rmdir of an empty folder
+      let empty = folders.filter { folder in
+        !local.keys.contains { $0 != folder && $0.isEqualOrDescendant(of: folder) }
+      }
+      guard !empty.isEmpty else { return }
+      let target = rng.pick(empty)
+      ops = [.remove(target)]
+      local[target] = nil
+    default:  // resolve a conflict
+      resolve(device)
+      return
+    }
+    let touched = Set(
+      ops.flatMap { operation -> [DocumentPath] in
+        switch operation {
+        case .create(let p), .write(let p), .remove(let p): [p]
+        case .rename(let a, let b): [a, b]
+        }
+      })
+    let beforeRecords = before(device, touched)
+    let changes = SaveCoalescer.changes(operations: ops, before: beforeRecords, after: local)
+    // Invariant 2 (locally): an ordinary change follows only the version the device showed.
+    for change in changes {
+      check(
+        change.parents == (beforeRecords[change.path].map { [$0.id] } ?? []),
+        "an ordinary change of \(change.path) has parents \(change.parents)")
+      check(!IgnoredNames.isIgnored(change.path), "ignored path \(change.path) became a document")
+    }
+    let conflictsBefore = saved.map { devices[device].library.conflicts[$0] ?? [] }
+    let records = publish(changes, from: device)
+    // Invariant 4: one save is one version that continues the device's own line.
+    if let saved, let conflictsBefore {
+      let atSaved = records.filter { $0.path == saved }
+      let changed = beforeRecords[saved]?.content != local[saved]
+      check(atSaved.count == (changed ? 1 : 0), "a save of \(saved) made \(atSaved.count) versions")
+      if let record = atSaved.first {
+        check(
+          devices[device].library.current(at: saved) == record,
+          "a device's own save of \(saved) is not current there")
+        check(
+          (devices[device].library.conflicts[saved] ?? []) == conflictsBefore,
+          "a save of \(saved) changed its conflicts")
+      }
+    }
+  }
+
+  mutating func resolve(_ device: Int) {
+    let library = devices[device].library
+    let inConflict = library.conflicts.keys.sorted()
+    guard !inConflict.isEmpty else { return }
+    let target = rng.pick(inConflict)
+    let losing = library.conflicts[target]!
+    let resolution: Resolution
+    switch rng.below(4) {
+    case 0:
+      var candidates = losing
+      if let current = library.current(at: target) { candidates.append(current) }
+      resolution = .choose(rng.pick(candidates).id)
+    case 1:
+      resolution = .discard(rng.pick(losing).id)
+    case 2:
+      resolution = .keepCurrent(target)
+    default:
+      var folders: [DocumentPath] = [.root]
+      var ancestor = target.parent
+      while !ancestor.isRoot {
+        folders.append(ancestor)
+        ancestor = ancestor.parent
+      }
+      resolution = .keepCurrentUnder(rng.pick(folders))
+    }
+    let changes = resolution.changes(in: devices[device].set, state: library)
+    if case .choose = resolution {
+      // Choosing the only head of a path that must stay a folder has nothing to record.
+    } else {
+      check(!changes.isEmpty, "\(resolution) of \(target) recorded nothing")
+    }
+    let records = publish(changes, from: device)
+    resolutions.formUnion(records.map(\.id))
+    let after = devices[device].library
+    switch resolution {
+    case .choose(let id):
+      let chosen = devices[device].set[id]!
+      if case .document = after.entries[target] {
+        check(after.current(at: target)?.content == chosen.content, "choose did not take \(chosen)")
+        check(after.conflicts[target] == nil, "choose left conflicts at \(target)")
+      } else {
+        check(after.entries[target] != nil, "choose of \(chosen) removed its path")
+      }
+    case .discard(let id):
+      check(
+        !(after.conflicts[target] ?? []).contains { $0.id == id }, "discard kept \(id.shortHex)")
+      check(
+        (after.conflicts[target] ?? []).count == losing.count - 1,
+        "discard removed more than one version of \(target)")
+    case .keepCurrent, .keepCurrentUnder:
+      check(after.conflicts[target] == nil, "keep current left conflicts at \(target)")
+    }
+  }
+
+  mutating func publish(_ changes: [PendingChange], from device: Int) -> [VersionRecord] {
+    let records = devices[device].author.record(
+      changes, known: devices[device].set, now: now(device))
+    for record in records {
+      for parent in record.parents {
+        if let known = devices[device].set[parent] {
+          check(record.modified > known.modified, "\(record) is not later than its parent")
+        }
+      }
+      created.append(record.id)
+      let blob = record.content.blobHash.map { devices[device].blobs[$0]! }
+      devices[device].outbox.append(Message(id: record.id, bytes: record.encoded, blob: blob))
+    }
+    let touched = devices[device].set.insert(contentsOf: records)
+    devices[device].library.update(from: devices[device].set, touched: touched)
+    return records
+  }
+
+  // MARK: invariants after everyone has seen everything
+
+  mutating func checkConverged() {
+    let reference = devices[0]
+    let full = LibraryState(reference.set)
+    check(reference.library == full, "the incremental state differs from a full computation")
+    for (index, device) in devices.enumerated() {
+      // 1. Convergence: same versions, same tree, same current content, same .versions listing.
+      check(
+        Set(device.set.records.keys) == Set(reference.set.records.keys),
+        "device \(index) has \(device.set.count) versions, device 0 has \(reference.set.count)")
+      check(device.library == full, "device \(index) shows a different tree")
+      check(
+        device.library.versionsListing == full.versionsListing,
+        "device \(index) lists other versions")
+    }
+    let set = reference.set
+    // 3. Nothing written is lost: every version made anywhere is known, with its content.
+    for id in created {
+      guard let record = set[id] else {
+        check(false, "version \(id.shortHex) was lost")
+        continue
+      }
+      if let hash = record.content.blobHash {
+        for (index, device) in devices.enumerated() {
+          check(device.blobs[hash] != nil, "device \(index) lacks the content of \(record)")
+        }
+      }
+    }
+    for path in set.paths {
+      for head in set.heads(at: path) where !head.content.isDeletion {
+        // 2. A deletion never beats a concurrent edit; no head with content is ever hidden.
+        let shown: Bool
+        switch full.entries[path] {
+        case .document(let current):
+          shown = current == head || (full.conflicts[path] ?? []).contains(head)
+        case .directory:
+          shown = head.kind == .directory || (full.conflicts[path] ?? []).contains(head)
+        case nil: shown = false
+        }
+        check(shown, "head \(head) is hidden")
+      }
+    }
+    // 2. A version stops being a head only through an explicit resolution or an edit of the
+    // version the device showed: only resolutions have several parents.
+    for record in set.records.values where record.parents.count > 1 {
+      check(resolutions.contains(record.id), "\(record) merges heads without a resolution")
+    }
+    // Every folder shown holds something or was made by someone.
+    for (path, entry) in full.entries where entry == .directory(nil) {
+      check(
+        full.entries.keys.contains { $0 != path && $0.isEqualOrDescendant(of: path) },
+        "empty implicit folder \(path)")
+    }
+  }
+}
+
+@Suite struct Simulation {
+  static let schedulesPerChunk = 250
+
+  static func replayCommand(_ seed: UInt64) -> String {
+    "DOCSYNC_SIM_SEED=\(seed) swift test --filter DocumentModelTests.Simulation"
+  }
+
+  @Test(arguments: 0..<8)
+  func schedules(chunk: Int) {
+    let seeds: [UInt64]
+    if let text = ProcessInfo.processInfo.environment["DOCSYNC_SIM_SEED"], let seed = UInt64(text) {
+      seeds = [seed]
+    } else {
+      let first = UInt64(chunk * Self.schedulesPerChunk)
+      seeds = Array(first..<first + UInt64(Self.schedulesPerChunk))
+    }
+    var refused = 0
+    var versions = 0
+    for seed in seeds {
+      var schedule = Schedule(seed: seed)
+      if let failure = schedule.run() {
+        Issue.record(
+          "schedule seed \(seed) failed: \(failure). Replay: \(Self.replayCommand(seed))")
+        return
+      }
+      refused += schedule.refused
+      versions += schedule.created.count
+    }
+    #expect(versions > 0)
+    if seeds.count > 1 { #expect(refused > 0, "no corrupted message was offered") }
+  }
+}
