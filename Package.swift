@@ -55,8 +55,20 @@ let package = Package(
       swiftSettings: strict
     ),
     .target(
+      name: "SyncEngine",
+      dependencies: [
+        "DocumentModel", "Hub", "LocalStore",
+        .product(name: "Crypto", package: "swift-crypto"),
+        .product(name: "Logging", package: "swift-log"),
+      ],
+      swiftSettings: strict
+    ),
+    .target(
       name: "DocumentFileSystem",
-      dependencies: ["LocalStore", .product(name: "SystemPackage", package: "swift-system")],
+      dependencies: [
+        "LocalStore", "SyncEngine", "DocumentModel",
+        .product(name: "SystemPackage", package: "swift-system"),
+      ],
       swiftSettings: strict
     ),
     .target(
@@ -67,7 +79,7 @@ let package = Package(
     .executableTarget(
       name: "docsync",
       dependencies: [
-        "FuseMount",
+        "FuseMount", "SyncEngine", "Hub", "DocumentModel",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],

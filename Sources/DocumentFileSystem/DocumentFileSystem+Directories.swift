@@ -30,12 +30,14 @@ extension DocumentFileSystem {
     let node = Node(record: record)
     node.linkCount = 1
     node.lookups = 1
+    node.names = [(folder.inode, name)]
     nodes[record.inode] = node
     folder.children[name] = record.inode
     if node.isDirectory {
       node.parent = folder.inode
       folder.subdirectories += 1
     }
+    note(.create, parent: folder.inode, name: name)
     return node
   }
 
@@ -89,8 +91,8 @@ extension DocumentFileSystem {
   public func link(inode: UInt64, newParent: UInt64, newName: [UInt8], caller: Caller)
     throws(Errno) -> stat
   {
-    try lock.withLock { () throws(Errno) -> stat in
-      if inode == Self.versionsInode { throw .notPermitted }
+    if Self.isVirtual(inode) { throw .readOnlyFileSystem }
+    return try lock.withLock { () throws(Errno) -> stat in
       let node = try node(inode)
       let folder = try prepareNewName(parent: newParent, name: newName)
       if node.isDirectory { throw .notPermitted }
@@ -106,6 +108,8 @@ extension DocumentFileSystem {
       folder.children[newName] = inode
       node.linkCount += 1
       node.lookups += 1
+      node.names.append((newParent, newName))
+      note(.create, parent: newParent, name: newName)
       return try attributes(node)
     }
   }
@@ -116,6 +120,7 @@ extension DocumentFileSystem {
     folder.modificationTime = now
     folder.changeTime = now
     child.linkCount -= 1
+    child.removeName(parent: folder.inode, name: name)
     if child.isDirectory {
       folder.subdirectories -= 1
       child.parent = 0
@@ -134,8 +139,8 @@ extension DocumentFileSystem {
 
   /// unlink.
   public func unlink(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
+    if Self.isVirtual(parent) { return try virtualUnlink(parent: parent, name: name) }
     try lock.withLock { () throws(Errno) in
-      if parent == Self.versionsInode { throw .readOnlyFileSystem }
       try Self.validate(name: name)
       let folder = try directory(parent)
       if Self.isReserved(parent: parent, name: name) { throw .isDirectory }
@@ -143,6 +148,7 @@ extension DocumentFileSystem {
         throw .noSuchFileOrDirectory
       }
       if child.isDirectory { throw .isDirectory }
+      note(.remove, parent: parent, name: name)
       let snapshot = (folder.record, child.record, child.linkCount)
       let changes = detach(child, name: name, from: folder, now: currentTime())
       do throws(Errno) {
@@ -157,8 +163,8 @@ extension DocumentFileSystem {
 
   /// rmdir.
   public func removeDirectory(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
+    if Self.isVirtual(parent) { return try virtualRemoveDirectory(parent: parent, name: name) }
     try lock.withLock { () throws(Errno) in
-      if parent == Self.versionsInode { throw .readOnlyFileSystem }
       try Self.validate(name: name)
       if name == Array(".".utf8) { throw .invalidArgument }
       if name == Array("..".utf8) { throw .directoryNotEmpty }
@@ -169,6 +175,7 @@ extension DocumentFileSystem {
       }
       guard child.isDirectory else { throw .notDirectory }
       guard child.children.isEmpty else { throw .directoryNotEmpty }
+      note(.remove, parent: parent, name: name)
       let snapshot = (folder.record, child.record, child.linkCount)
       let changes = detach(child, name: name, from: folder, now: currentTime())
       do throws(Errno) {
@@ -189,6 +196,7 @@ extension DocumentFileSystem {
     folder.changeTime = folderRecord.changeTime
     folder.children[name] = child.inode
     child.linkCount = links
+    child.names.append((folder.inode, name))
     if child.isDirectory {
       folder.subdirectories += 1
       child.parent = folder.inode
@@ -211,10 +219,12 @@ extension DocumentFileSystem {
     parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], options: RenameOptions,
     caller: Caller
   ) throws(Errno) {
+    if Self.isVirtual(newParent) { throw .readOnlyFileSystem }
+    if Self.isVirtual(parent) {
+      if options.contains(.exchange) { throw .readOnlyFileSystem }
+      return try virtualRename(parent: parent, name: name, newParent: newParent, newName: newName)
+    }
     try lock.withLock { () throws(Errno) in
-      if parent == Self.versionsInode || newParent == Self.versionsInode {
-        throw .readOnlyFileSystem
-      }
       if options.contains(.noReplace) && options.contains(.exchange) { throw .invalidArgument }
       try Self.validate(name: name)
       try Self.validate(name: newName)
@@ -239,6 +249,12 @@ extension DocumentFileSystem {
         if target.isDirectory && isAncestor(target.inode, of: parent) { throw .invalidArgument }
         from.children[name] = target.inode
         to.children[newName] = source.inode
+        source.removeName(parent: parent, name: name)
+        source.names.append((newParent, newName))
+        target.removeName(parent: newParent, name: newName)
+        target.names.append((parent, name))
+        note(.write, parent: parent, name: name)
+        note(.write, parent: newParent, name: newName)
         if source.isDirectory != target.isDirectory && from !== to {
           let directoryMovesToNew = source.isDirectory
           from.subdirectories += directoryMovesToNew ? -1 : 1
@@ -278,8 +294,14 @@ extension DocumentFileSystem {
       if let target {
         changes += detach(target, name: newName, from: to, now: now)
       }
+      let sourcePath = path(parent: parent, name: name)
       from.children[name] = nil
       to.children[newName] = source.inode
+      source.removeName(parent: parent, name: name)
+      source.names.append((newParent, newName))
+      if let sourcePath, let targetPath = path(parent: newParent, name: newName) {
+        engine?.changeLog.note(.rename(from: sourcePath, to: targetPath))
+      }
       if source.isDirectory && from !== to {
         from.subdirectories -= 1
         to.subdirectories += 1
@@ -306,8 +328,9 @@ extension DocumentFileSystem {
 
   /// opendir.
   public func openDirectory(inode: UInt64) throws(Errno) -> UInt64 {
-    try lock.withLock { () throws(Errno) -> UInt64 in
-      if inode != Self.versionsInode { _ = try directory(inode) }
+    if Self.isVirtual(inode) { _ = try virtualListing(inode) }
+    return try lock.withLock { () throws(Errno) -> UInt64 in
+      if !Self.isVirtual(inode) { _ = try directory(inode) }
       let handle = nextDirectoryHandle
       nextDirectoryHandle += 1
       directoryHandles[handle] = DirectoryHandle(inode: inode)
@@ -321,11 +344,17 @@ extension DocumentFileSystem {
     inode: UInt64, handle: UInt64, offset: Int64, plus: Bool,
     emit: (ListingEntry) -> Bool
   ) throws(Errno) {
+    // The virtual listing asks the sync engine, which must not be called under the tree lock.
+    let virtualEntries = Self.isVirtual(inode) && offset == 0 ? try virtualListing(inode) : nil
     try lock.withLock { () throws(Errno) in
       guard let listing = directoryHandles[handle], listing.inode == inode else {
         throw .badFileDescriptor
       }
-      if offset == 0 { try refresh(listing) }
+      if let virtualEntries {
+        listing.entries = virtualEntries
+      } else if offset == 0 {
+        try refresh(listing)
+      }
       var index = Int(max(offset, 0))
       while index < listing.entries.count {
         let item = listing.entries[index]
@@ -333,8 +362,8 @@ extension DocumentFileSystem {
         let isDot = index <= 2
         var attributes: stat? = nil
         if plus {
-          if item.inode == Self.versionsInode {
-            attributes = versionsAttributes()
+          if Self.isVirtual(item.inode) {
+            attributes = try virtualAttributes(item.inode)
           } else if let node = nodes[item.inode] {
             attributes = try self.attributes(node)
           } else {
@@ -352,13 +381,6 @@ extension DocumentFileSystem {
 
   private func refresh(_ listing: DirectoryHandle) throws(Errno) {
     let directoryType = UInt32(S_IFDIR)
-    if listing.inode == Self.versionsInode {
-      listing.entries = [
-        (Array(".".utf8), Self.versionsInode, directoryType),
-        (Array("..".utf8), Self.rootInode, directoryType),
-      ]
-      return
-    }
     let folder = try directory(listing.inode)
     let up = listing.inode == Self.rootInode ? Self.rootInode : folder.parent
     var entries: [(name: [UInt8], inode: UInt64, type: UInt32)] = [

@@ -20,8 +20,8 @@ extension DocumentFileSystem {
   public func setExtendedAttribute(
     inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32, caller: Caller
   ) throws(Errno) {
+    if Self.isVirtual(inode) { throw .readOnlyFileSystem }
     try lock.withLock { () throws(Errno) in
-      if inode == Self.versionsInode { throw .readOnlyFileSystem }
       let node = try node(inode)
       if name.isEmpty || name.count > 255 { throw .outOfRange }
       guard Self.isUserAttribute(name) else { throw .notSupportedOnSocket }
@@ -43,8 +43,11 @@ extension DocumentFileSystem {
 
   /// getxattr: the whole value.
   public func extendedAttribute(inode: UInt64, name: [UInt8]) throws(Errno) -> [UInt8] {
-    try lock.withLock { () throws(Errno) -> [UInt8] in
-      if inode == Self.versionsInode { throw .noData }
+    if Self.isVirtual(inode) {
+      guard let value = virtualExtendedAttributes(inode)[name] else { throw .noData }
+      return value
+    }
+    return try lock.withLock { () throws(Errno) -> [UInt8] in
       guard let value = try node(inode).extendedAttributes[name] else { throw .noData }
       return value
     }
@@ -52,16 +55,18 @@ extension DocumentFileSystem {
 
   /// listxattr.
   public func extendedAttributeNames(inode: UInt64) throws(Errno) -> [[UInt8]] {
-    try lock.withLock { () throws(Errno) -> [[UInt8]] in
-      if inode == Self.versionsInode { return [] }
+    if Self.isVirtual(inode) {
+      return virtualExtendedAttributes(inode).keys.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+    return try lock.withLock { () throws(Errno) -> [[UInt8]] in
       return try node(inode).extendedAttributes.keys.sorted { $0.lexicographicallyPrecedes($1) }
     }
   }
 
   /// removexattr.
   public func removeExtendedAttribute(inode: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
+    if Self.isVirtual(inode) { throw .readOnlyFileSystem }
     try lock.withLock { () throws(Errno) in
-      if inode == Self.versionsInode { throw .readOnlyFileSystem }
       let node = try node(inode)
       guard node.extendedAttributes[name] != nil else { throw .noData }
       touchChangeTime(node)

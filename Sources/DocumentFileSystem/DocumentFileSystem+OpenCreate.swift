@@ -42,15 +42,16 @@ extension DocumentFileSystem {
         throw error
       }
       node.openCount += 1
-      openFiles[UInt64(fd)] = node.inode
+      node.writers += 1
+      openFiles[UInt64(fd)] = (node.inode, true)
       return (try attributes(node), OpenFile(handle: UInt64(fd), descriptor: fd))
     }
   }
 
   /// open.
   public func open(inode: UInt64, flags: Int32, caller: Caller) throws(Errno) -> OpenFile {
-    try lock.withLock { () throws(Errno) -> OpenFile in
-      if inode == Self.versionsInode { throw .isDirectory }
+    if Self.isVirtual(inode) { return try virtualOpen(inode, flags: flags) }
+    return try lock.withLock { () throws(Errno) -> OpenFile in
       let node = try node(inode)
       if node.isDirectory { throw .isDirectory }
       guard node.isRegular else {
@@ -58,8 +59,10 @@ extension DocumentFileSystem {
       }
       let fd = openat(store.workingFiles, workingFileName(inode), Self.workingFileFlags(flags))
       guard fd >= 0 else { throw Errno(rawValue: errno) }
+      let writable = flags & O_ACCMODE != O_RDONLY
       node.openCount += 1
-      openFiles[UInt64(fd)] = inode
+      if writable { node.writers += 1 }
+      openFiles[UInt64(fd)] = (inode, writable)
       return OpenFile(handle: UInt64(fd), descriptor: fd)
     }
   }
@@ -92,6 +95,7 @@ extension DocumentFileSystem {
   public func write(handle: UInt64, data: UnsafeRawBufferPointer, offset: Int64) throws(Errno)
     -> Int
   {
+    engine?.changeLog.touch()
     var done = 0
     while done < data.count {
       let n = pwrite(
@@ -113,10 +117,14 @@ extension DocumentFileSystem {
   /// release: the last close of an open file.
   public func release(handle: UInt64) {
     lock.withLock {
-      guard let inode = openFiles.removeValue(forKey: handle) else { return }
+      guard let (inode, writable) = openFiles.removeValue(forKey: handle) else { return }
       close(descriptor(handle: handle))
       if let node = nodes[inode] {
         node.openCount -= 1
+        if writable {
+          node.writers -= 1
+          noteWrite(node)
+        }
         reapIfUnused(node)
       }
     }

@@ -1,5 +1,6 @@
 import Glibc
 import LocalStore
+import SyncEngine
 import SystemPackage
 
 /// Who asks for an operation: the calling process's ids, as the kernel reports them.
@@ -82,17 +83,26 @@ public final class DocumentFileSystem: @unchecked Sendable {
   static let firstInode: UInt64 = 16
 
   let store: LocalStore
+  /// The sync engine that this file system reports local changes to, if it syncs.
+  public let engine: SyncEngine?
+  /// Invalidations for the kernel, sent by the FUSE adapter from a thread of its own.
+  public let invalidations = InvalidationQueue()
   let lock = TreeLock()
+  /// Set while the sync engine writes into the tree, so its changes are not noted as local.
+  var suppressNotes = false
+  let versions = VersionsTree()
   var nodes: [UInt64: Node] = [:]
   var nextInode: UInt64
-  /// Open files by handle; the handle is the working file's descriptor.
-  var openFiles: [UInt64: UInt64] = [:]
+  /// Open files by handle (the working file's descriptor): the inode and whether it may write.
+  var openFiles: [UInt64: (inode: UInt64, writable: Bool)] = [:]
   var directoryHandles: [UInt64: DirectoryHandle] = [:]
   var nextDirectoryHandle: UInt64 = 1
 
   /// Loads the tree of `store`, creating an empty root owned by `owner` on first use.
-  public init(store: LocalStore, owner: Caller = .current) throws(Errno) {
+  public init(store: LocalStore, engine: SyncEngine? = nil, owner: Caller = .current) throws(Errno)
+  {
     self.store = store
+    self.engine = engine
     let snapshot: Snapshot
     do {
       snapshot = try store.load()
@@ -122,6 +132,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
       }
       parent.children[entry.name] = entry.inode
       child.linkCount += 1
+      child.names.append((entry.parent, entry.name))
       if child.isDirectory {
         child.parent = entry.parent
         parent.subdirectories += 1
@@ -157,7 +168,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
 
   func directory(_ inode: UInt64) throws(Errno) -> Node {
     guard let node = nodes[inode] else {
-      throw inode == Self.versionsInode ? .readOnlyFileSystem : .noSuchFileOrDirectory
+      throw Self.isVirtual(inode) ? .readOnlyFileSystem : .noSuchFileOrDirectory
     }
     guard node.isDirectory else { throw .notDirectory }
     return node
@@ -174,7 +185,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
 
   /// Checks a name that is about to be created in `parent`.
   func prepareNewName(parent: UInt64, name: [UInt8]) throws(Errno) -> Node {
-    if parent == Self.versionsInode { throw .readOnlyFileSystem }
+    if Self.isVirtual(parent) { throw .readOnlyFileSystem }
     try Self.validate(name: name)
     let folder = try directory(parent)
     if folder.isRemoved { throw .noSuchFileOrDirectory }
@@ -279,19 +290,16 @@ public final class DocumentFileSystem: @unchecked Sendable {
 
   /// The attributes of an inode.
   public func attributes(inode: UInt64) throws(Errno) -> stat {
-    try lock.withLock { () throws(Errno) -> stat in
-      if inode == Self.versionsInode { return versionsAttributes() }
+    if Self.isVirtual(inode) { return try virtualAttributes(inode) }
+    return try lock.withLock { () throws(Errno) -> stat in
       return try attributes(node(inode))
     }
   }
 
   /// Finds `name` in `parent`; the kernel then holds one more reference to the inode.
   public func lookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
-    try lock.withLock { () throws(Errno) -> stat in
-      if parent == Self.versionsInode {
-        try Self.validate(name: name)
-        throw .noSuchFileOrDirectory
-      }
+    if Self.isVirtual(parent) { return try virtualLookup(parent: parent, name: name) }
+    return try lock.withLock { () throws(Errno) -> stat in
       let folder = try directory(parent)
       if name == Array(".".utf8) || name == Array("..".utf8) {
         let target = try node(name.count == 1 || parent == Self.rootInode ? parent : folder.parent)
@@ -321,15 +329,15 @@ public final class DocumentFileSystem: @unchecked Sendable {
   public func setAttributes(inode: UInt64, update: AttributeUpdate, caller: Caller) throws(Errno)
     -> stat
   {
-    try lock.withLock { () throws(Errno) -> stat in
-      if inode == Self.versionsInode { throw .readOnlyFileSystem }
+    if Self.isVirtual(inode) { throw .readOnlyFileSystem }
+    return try lock.withLock { () throws(Errno) -> stat in
       let node = try node(inode)
       let name = workingFileName(inode)
       if let size = update.size {
         guard node.isRegular else { throw node.isDirectory ? .isDirectory : .invalidArgument }
         if size < 0 { throw .invalidArgument }
         let result: Int32
-        if let handle = update.handle, openFiles[handle] == inode {
+        if let handle = update.handle, openFiles[handle]?.inode == inode {
           result = ftruncate(Int32(handle), off_t(size))
         } else {
           let fd = openat(store.workingFiles, name, O_WRONLY | O_CLOEXEC)
@@ -381,13 +389,17 @@ public final class DocumentFileSystem: @unchecked Sendable {
         touchChangeTime(node)
         try persist([.putInode(node.record)])
       }
+      if update.size != nil || update.mode != nil || update.modificationTime != nil {
+        noteWrite(node)
+      }
       return try attributes(node)
     }
   }
 
   /// The target of a symbolic link.
   public func readLink(inode: UInt64) throws(Errno) -> [UInt8] {
-    try lock.withLock { () throws(Errno) -> [UInt8] in
+    if Self.isVirtual(inode) { throw .invalidArgument }
+    return try lock.withLock { () throws(Errno) -> [UInt8] in
       guard let target = try node(inode).target else { throw .invalidArgument }
       return target
     }
@@ -399,8 +411,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
       let mode: UInt32
       let uid: UInt32
       let gid: UInt32
-      if inode == Self.versionsInode {
-        let attributes = versionsAttributes()
+      if Self.isVirtual(inode) {
+        let attributes = try virtualAttributes(inode)
         (mode, uid, gid) = (attributes.st_mode, attributes.st_uid, attributes.st_gid)
         if mask & W_OK != 0 { throw .readOnlyFileSystem }
       } else {

@@ -25,6 +25,11 @@ final class Node {
   /// References the kernel holds (lookup counts), released by forget.
   var lookups: UInt64 = 0
   var openCount = 0
+  /// Open files that may write: a version is taken only after the last of them closes.
+  var writers = 0
+  /// The entries that name this inode, as (folder, name): one for a folder, any number for a
+  /// file with hard links.
+  var names: [(parent: UInt64, name: [UInt8])] = []
   var extendedAttributes: [[UInt8]: [UInt8]] = [:]
 
   init(record: InodeRecord) {
@@ -51,6 +56,12 @@ final class Node {
   var isSymlink: Bool { type == UInt32(S_IFLNK) }
   /// No entry names it any more; it lives on while the kernel or an open file refers to it.
   var isRemoved: Bool { linkCount == 0 }
+
+  func removeName(parent: UInt64, name: [UInt8]) {
+    if let index = names.firstIndex(where: { $0.parent == parent && $0.name == name }) {
+      names.remove(at: index)
+    }
+  }
 }
 
 /// The current time in nanoseconds since the epoch.

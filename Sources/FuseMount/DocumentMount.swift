@@ -1,4 +1,5 @@
 import DocumentFileSystem
+import Foundation
 import FuseLowLevel
 import Glibc
 import SystemPackage
@@ -20,7 +21,35 @@ public final class DocumentMount: LowLevelFileSystem {
   }
 
   private func entry(_ attributes: stat) -> Entry {
-    Entry(attributes: attributes, attributeTimeout: timeout, entryTimeout: timeout)
+    // `.versions` changes with every sync and has no invalidation of its own names: a short
+    // timeout, long enough for `rm -r` to find a folder it has just emptied.
+    let seconds = DocumentFileSystem.isVirtual(UInt64(attributes.st_ino)) ? 1 : timeout
+    return Entry(attributes: attributes, attributeTimeout: seconds, entryTimeout: seconds)
+  }
+
+  /// Sends the file system's invalidations to the kernel from a thread of their own, which
+  /// holds no lock and serves no request (libfuse's notify calls can wait on the kernel).
+  public func startInvalidations(_ notifier: KernelNotifier) {
+    let queue = fileSystem.invalidations
+    let thread = Thread {
+      while true {
+        let batch = queue.next()
+        if batch.isEmpty { return }
+        for invalidation in batch {
+          // ENOENT only says the kernel had nothing cached: nothing to do.
+          switch invalidation {
+          case .inode(let inode):
+            try? notifier.invalidateInode(inode)
+          case .entry(let parent, let name):
+            try? notifier.invalidateEntry(parent: parent, name: name)
+          case .delete(let parent, let child, let name):
+            try? notifier.deleteEntry(parent: parent, child: child, name: name)
+          }
+        }
+      }
+    }
+    thread.name = "docsync-invalidations"
+    thread.start()
   }
 
   private func run<T>(_ body: () throws(Errno) -> T) -> Result<T, Errno> {
@@ -44,7 +73,9 @@ public final class DocumentMount: LowLevelFileSystem {
     AttributeReply, Errno
   > {
     run { () throws(Errno) in
-      AttributeReply(attributes: try fileSystem.attributes(inode: inode), timeout: timeout)
+      AttributeReply(
+        attributes: try fileSystem.attributes(inode: inode),
+        timeout: DocumentFileSystem.isVirtual(inode) ? 1 : timeout)
     }
   }
 

@@ -12,7 +12,7 @@ public final class LocalStore: @unchecked Sendable {
   /// An open descriptor of the working-file folder, for `openat` and friends.
   public let workingFiles: Int32
 
-  private let database: DatabaseQueue
+  let database: DatabaseQueue
   private let journal: Int32
 
   /// Opens (creating when missing) the state in `directory`.
@@ -97,6 +97,21 @@ public final class LocalStore: @unchecked Sendable {
             PRIMARY KEY (ino, name)
           ) WITHOUT ROWID;
           CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+          """)
+    }
+    migrator.registerMigration("v2: versions, outbox, shown versions, sync metadata") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE versions (id BLOB PRIMARY KEY, payload BLOB NOT NULL) WITHOUT ROWID;
+          CREATE TABLE outbox (seq INTEGER PRIMARY KEY AUTOINCREMENT, id BLOB NOT NULL UNIQUE);
+          CREATE TABLE shown (
+            path BLOB PRIMARY KEY,
+            id BLOB NOT NULL,
+            size INTEGER NOT NULL,
+            mtime INTEGER NOT NULL,
+            ctime INTEGER NOT NULL
+          ) WITHOUT ROWID;
+          CREATE TABLE sync_meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
           """)
     }
     return migrator

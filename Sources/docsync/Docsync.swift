@@ -5,7 +5,10 @@ struct Docsync: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "docsync",
     abstract: "Mount a folder of documents that stays in sync between your machines.",
-    subcommands: [MountCommand.self, UnmountCommand.self]
+    subcommands: [
+      MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self,
+      PauseCommand.self, ResumeCommand.self,
+    ]
   )
 }
 

@@ -3,7 +3,9 @@ import DocumentFileSystem
 import FuseLowLevel
 import FuseMount
 import Glibc
+import Hub
 import LocalStore
+import SyncEngine
 
 /// `docsync mount`: checks everything a person can get wrong, then serves the mount from a
 /// background process and returns once the mount is ready (or serves it here with
@@ -23,6 +25,13 @@ struct MountCommand: ParsableCommand {
 
   @Flag(help: "Let other users use the mount, with the kernel's permission checks.")
   var allowOther = false
+
+  @Option(
+    help: "The hub: a SQLite file (created when missing) or postgres://USER@HOST:PORT/DATABASE.")
+  var hub: String?
+
+  @Option(help: "This device's name as people read it in .versions (default: the host name).")
+  var device: String?
 
   @Flag(help: .hidden)
   var daemon = false
@@ -78,6 +87,12 @@ struct MountCommand: ParsableCommand {
     return resolved
   }
 
+  static func hostName() -> String {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return "device" }
+    return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+  }
+
   /// `$XDG_DATA_HOME/docsync/mounts/<mount point with / as %2F>`.
   static func defaultStateFolder(for target: String) -> String {
     let environment = { (name: String) -> String? in getenv(name).map { String(cString: $0) } }
@@ -113,16 +128,29 @@ struct MountCommand: ParsableCommand {
     } catch {
       throw CommandFailure(error.description)
     }
+    let hubLocation = hub ?? SQLiteHub.defaultLocation()
+    let engine: SyncEngine
+    do {
+      let hubInstance = try openHub(location: hubLocation)
+      engine = try SyncEngine(
+        store: store, hub: hubInstance, hubDescription: hubLocation,
+        deviceName: device ?? Self.hostName())
+    } catch let error as HubError {
+      throw CommandFailure(error.description)
+    } catch {
+      throw CommandFailure("cannot start syncing: \(error)")
+    }
     let fileSystem: DocumentFileSystem
     do {
-      fileSystem = try DocumentFileSystem(store: store)
+      fileSystem = try DocumentFileSystem(store: store, engine: engine)
     } catch {
       throw CommandFailure("cannot read the state in \(folder): \(error)")
     }
+    let mount = DocumentMount(fileSystem: fileSystem)
     let session: Session
     do {
       session = try Session(
-        fileSystem: DocumentMount(fileSystem: fileSystem),
+        fileSystem: mount,
         options: SessionOptions(
           mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther))
       try session.mount()
@@ -130,6 +158,9 @@ struct MountCommand: ParsableCommand {
     } catch {
       throw CommandFailure("\(error)")
     }
+    mount.startInvalidations(session.notifier)
+    engine.start(tree: fileSystem)
+    try Control.serve(engine: engine, state: folder, mountPoint: target)
     let pidFile = folder + "/docsync.pid"
     writeFile(pidFile, "\(getpid())\n")
     writeText("ready \(target)\n", to: 1)
@@ -141,8 +172,11 @@ struct MountCommand: ParsableCommand {
       writeText("docsync: \(error)\n", to: 2)
       end = .unmounted
     }
+    waitFor { await engine.stop() }
+    fileSystem.invalidations.close()
     fileSystem.shutdown()
     if end != .unmounted { session.unmount() }
+    unlink(folder + "/" + Control.socketName)
     unlink(pidFile)
   }
 
@@ -162,6 +196,8 @@ struct MountCommand: ParsableCommand {
     posix_spawnattr_setflags(&attributes, Int16(posixSpawnSetSID))
     var arguments = ["docsync", "mount", target, "--state", folder, "--daemon"]
     if allowOther { arguments.append("--allow-other") }
+    if let hub { arguments += ["--hub", hub] }
+    if let device { arguments += ["--device", device] }
     let cArguments = arguments.map { strdup($0) } + [nil]
     defer { cArguments.forEach { free($0) } }
     var pid: pid_t = 0

@@ -228,7 +228,8 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   func open(_ path: String, _ options: OpenOptions, mode: UInt32) throws
     -> FileSystemConformance.OpenFile
   {
-    var flags: Int32 = options.contains(.write) ? (options.contains(.read) ? O_RDWR : O_WRONLY) : O_RDONLY
+    var flags: Int32 =
+      options.contains(.write) ? (options.contains(.read) ? O_RDWR : O_WRONLY) : O_RDONLY
     if options.contains(.append) { flags |= O_APPEND }
     let (parent, name) = try resolveParent(path)
     var inode: UInt64
@@ -263,16 +264,22 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
       id: register { files[$0] = (inode, opened.handle, append) })
   }
 
-  func read(_ file: FileSystemConformance.OpenFile, at offset: Int64, count: Int) throws -> [UInt8] {
+  func read(_ file: FileSystemConformance.OpenFile, at offset: Int64, count: Int) throws -> [UInt8]
+  {
     guard let handle = try self.file(file).handle else { throw Errno.isDirectory }
     return try fileSystem.read(handle: handle, offset: offset, count: count)
   }
 
-  func write(_ file: FileSystemConformance.OpenFile, _ bytes: [UInt8], at offset: Int64) throws -> Int {
+  func write(_ file: FileSystemConformance.OpenFile, _ bytes: [UInt8], at offset: Int64) throws
+    -> Int
+  {
     let entry = try self.file(file)
     guard let handle = entry.handle else { throw Errno.badFileDescriptor }
-    let position = entry.append ? Int64(try fileSystem.attributes(inode: entry.inode).st_size) : offset
-    return try bytes.withUnsafeBytes { try fileSystem.write(handle: handle, data: $0, offset: position) }
+    let position =
+      entry.append ? Int64(try fileSystem.attributes(inode: entry.inode).st_size) : offset
+    return try bytes.withUnsafeBytes {
+      try fileSystem.write(handle: handle, data: $0, offset: position)
+    }
   }
 
   func truncate(_ file: FileSystemConformance.OpenFile, size: Int64) throws {
@@ -326,7 +333,8 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   }
 
   func readSymbolicLink(_ path: String) throws -> String {
-    String(decoding: try fileSystem.readLink(inode: resolve(path, followLast: false)), as: UTF8.self)
+    String(
+      decoding: try fileSystem.readLink(inode: resolve(path, followLast: false)), as: UTF8.self)
   }
 
   func makeHardLink(_ path: String, to existing: String) throws {

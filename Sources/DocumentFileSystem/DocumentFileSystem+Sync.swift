@@ -1,0 +1,303 @@
+import DocumentModel
+import Glibc
+import LocalStore
+import SyncEngine
+import SystemPackage
+
+/// A change the kernel must forget because sync made it behind the kernel's back.
+public enum KernelInvalidation: Sendable, Equatable {
+  /// Attributes and cached pages of an inode.
+  case inode(UInt64)
+  /// A name in a folder (positive or negative dentry).
+  case entry(parent: UInt64, name: [UInt8])
+  /// A name that is gone, and the inode it named.
+  case delete(parent: UInt64, child: UInt64, name: [UInt8])
+}
+
+/// Invalidations on their way to the kernel; a leaf lock, so the file system can queue them
+/// while holding its own, and a thread that holds no lock sends them.
+public final class InvalidationQueue: @unchecked Sendable {
+  private var mutex = pthread_mutex_t()
+  private var condition = pthread_cond_t()
+  private var pending: [KernelInvalidation] = []
+  private var closed = false
+
+  public init() {
+    pthread_mutex_init(&mutex, nil)
+    pthread_cond_init(&condition, nil)
+  }
+
+  func post(_ invalidation: KernelInvalidation) {
+    pthread_mutex_lock(&mutex)
+    pending.append(invalidation)
+    pthread_cond_signal(&condition)
+    pthread_mutex_unlock(&mutex)
+  }
+
+  /// Waits for invalidations; empty once the queue is closed.
+  public func next() -> [KernelInvalidation] {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    while pending.isEmpty && !closed { pthread_cond_wait(&condition, &mutex) }
+    let batch = pending
+    pending = []
+    return batch
+  }
+
+  public func close() {
+    pthread_mutex_lock(&mutex)
+    closed = true
+    pthread_cond_broadcast(&condition)
+    pthread_mutex_unlock(&mutex)
+  }
+}
+
+extension DocumentFileSystem {
+  enum NoteKind { case create, write, remove }
+
+  /// The library path of a folder, walking up its names; nil for a removed folder.
+  func path(of inode: UInt64) -> DocumentPath? {
+    var components: [[UInt8]] = []
+    var current = inode
+    while current != Self.rootInode {
+      guard let node = nodes[current], let name = node.names.first else { return nil }
+      components.append(name.name)
+      current = name.parent
+    }
+    return DocumentPath(components: components.reversed())
+  }
+
+  func path(parent: UInt64, name: [UInt8]) -> DocumentPath? {
+    path(of: parent)?.appending(name)
+  }
+
+  /// Tells the sync engine about a local change. Called with the tree lock held; the change
+  /// log is a leaf lock.
+  func note(_ kind: NoteKind, parent: UInt64, name: [UInt8]) {
+    guard let engine, !suppressNotes, let path = path(parent: parent, name: name) else { return }
+    switch kind {
+    case .create: engine.changeLog.note(.create(path))
+    case .write: engine.changeLog.note(.write(path))
+    case .remove: engine.changeLog.note(.remove(path))
+    }
+  }
+
+  /// A change of content or attributes to every name of an inode.
+  func noteWrite(_ node: Node) {
+    for name in node.names { note(.write, parent: name.parent, name: name.name) }
+  }
+
+  func node(at path: DocumentPath) -> Node? {
+    var current = nodes[Self.rootInode]
+    for component in path.components {
+      guard let folder = current, folder.isDirectory, let inode = folder.children[component] else {
+        return nil
+      }
+      current = nodes[inode]
+    }
+    return current
+  }
+
+  func localEntry(_ node: Node) -> LocalEntry {
+    if node.isDirectory { return .directory }
+    if let target = node.target, node.isSymlink { return .symlink(target: target) }
+    guard node.isRegular else { return .special }
+    var info = stat()
+    guard fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0 else {
+      return .special
+    }
+    return .file(
+      inode: node.inode, size: Int64(info.st_size), modificationTime: nanoseconds(info.st_mtim),
+      changeTime: nanoseconds(info.st_ctim), executable: node.mode & 0o100 != 0)
+  }
+}
+
+extension DocumentFileSystem: LocalTree {
+  public func entry(at path: DocumentPath) -> LocalEntry? {
+    lock.withLock { node(at: path).map(localEntry) }
+  }
+
+  public func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry] {
+    lock.withLock {
+      var result: [DocumentPath: LocalEntry] = [:]
+      guard let start = node(at: path) else { return result }
+      var pending: [(DocumentPath, Node)] = [(path, start)]
+      while let (current, node) = pending.popLast() {
+        if !current.isRoot { result[current] = localEntry(node) }
+        for (name, inode) in node.children {
+          if let child = nodes[inode] { pending.append((current.appending(name), child)) }
+        }
+      }
+      return result
+    }
+  }
+
+  public func hasOpenWriter(at path: DocumentPath) -> Bool {
+    lock.withLock { (node(at: path)?.writers ?? 0) > 0 }
+  }
+
+  public func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
+    lock.withLock {
+      let path = change.path
+      guard !path.isRoot, !Self.isReserved(parent: Self.rootInode, name: path.components[0])
+      else { return .skipped }
+      let existing = node(at: path)
+      if existing.map(localEntry) != expected { return .skipped }
+      if let existing, existing.writers > 0 { return .skipped }
+      do throws(Errno) {
+        switch change {
+        case .remove:
+          guard let existing else { return .applied(nil) }
+          if existing.isDirectory && !existing.children.isEmpty {
+            return .applied(localEntry(existing))
+          }
+          try removeForSync(existing, at: path)
+          return .applied(nil)
+        case .directory:
+          if let existing, existing.isDirectory { return .applied(.directory) }
+          let folder = try folderForSync(path.parent)
+          if let existing { try removeForSync(existing, at: path) }
+          let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | 0o755, caller: owner)
+          try insertForSync(record, name: path.name, in: folder)
+          return .applied(.directory)
+        case .symlink(_, let target, let modificationTime):
+          let folder = try folderForSync(path.parent)
+          if let existing {
+            if existing.isDirectory && !existing.children.isEmpty { return .skipped }
+            try removeForSync(existing, at: path)
+          }
+          var record = newRecord(in: folder, mode: UInt32(S_IFLNK) | 0o777, caller: owner)
+          record.target = target
+          record.modificationTime = modificationTime
+          try insertForSync(record, name: path.name, in: folder)
+          return .applied(.symlink(target: target))
+        case .file(_, let blob, let executable, let modificationTime):
+          let folder = try folderForSync(path.parent)
+          var target = existing
+          if let current = existing, !current.isRegular {
+            if current.isDirectory && !current.children.isEmpty { return .skipped }
+            try removeForSync(current, at: path)
+            target = nil
+          }
+          let node: Node
+          if let target {
+            node = target
+          } else {
+            let record = newRecord(in: folder, mode: UInt32(S_IFREG) | 0o644, caller: owner)
+            guard let fd = try createWorkingFile(record.inode, flags: 0) else { throw .ioError }
+            close(fd)
+            node = try insertForSync(record, name: path.name, in: folder)
+          }
+          try replaceContent(of: node, with: blob, modificationTime: modificationTime)
+          let mode =
+            executable ? node.mode | ((node.mode & 0o444) >> 2) : node.mode & ~UInt32(0o111)
+          if mode != node.mode {
+            node.mode = mode
+            try persist([.putInode(node.record)])
+          }
+          invalidations.post(.inode(node.inode))
+          return .applied(localEntry(node))
+        }
+      } catch {
+        return .skipped
+      }
+    }
+  }
+
+  public func conflictsChanged(at paths: Set<DocumentPath>) {
+    invalidations.post(.inode(Self.versionsInode))
+    versionsChanged()
+  }
+
+  /// The owner of what sync creates: the owner of the mount's root.
+  var owner: Caller {
+    let root = nodes[Self.rootInode]!
+    return Caller(uid: root.uid, gid: root.gid)
+  }
+
+  /// The folder at `path`, made (with its parents) when missing.
+  private func folderForSync(_ path: DocumentPath) throws(Errno) -> Node {
+    var current = nodes[Self.rootInode]!
+    var walked = DocumentPath.root
+    for component in path.components {
+      walked = walked.appending(component)
+      if let inode = current.children[component], let child = nodes[inode] {
+        if child.isDirectory {
+          current = child
+          continue
+        }
+        if child.isRegular || child.isSymlink { throw .notDirectory }
+        try removeForSync(child, at: walked)
+      }
+      let record = newRecord(in: current, mode: UInt32(S_IFDIR) | 0o755, caller: owner)
+      current = try insertForSync(record, name: component, in: current)
+    }
+    return current
+  }
+
+  @discardableResult
+  private func insertForSync(_ record: InodeRecord, name: [UInt8], in folder: Node) throws(Errno)
+    -> Node
+  {
+    suppressNotes = true  // not a local change: the engine made it
+    defer { suppressNotes = false }
+    let node = try insert(record, name: name, in: folder)
+    node.lookups = 0
+    invalidations.post(.entry(parent: folder.inode, name: name))
+    invalidations.post(.inode(folder.inode))
+    return node
+  }
+
+  private func removeForSync(_ node: Node, at path: DocumentPath) throws(Errno) {
+    guard let name = node.names.first(where: { self.path(of: $0.parent) == path.parent }),
+      let folder = nodes[name.parent]
+    else { return }
+    let changes = detach(node, name: name.name, from: folder, now: currentTime())
+    try persist(changes)
+    reapIfUnused(node)
+    invalidations.post(.delete(parent: folder.inode, child: node.inode, name: name.name))
+    invalidations.post(.inode(folder.inode))
+  }
+
+  /// Replaces a working file with a blob's content: copied beside it, then renamed over it, so
+  /// the inode keeps its number and a reader never sees half a file.
+  private func replaceContent(of node: Node, with blob: String, modificationTime: Int64)
+    throws(Errno)
+  {
+    let source = Glibc.open(blob, O_RDONLY | O_CLOEXEC)
+    guard source >= 0 else { throw Errno(rawValue: errno) }
+    defer { close(source) }
+    let name = workingFileName(node.inode)
+    let temporary = name + ".sync"
+    let target = openat(
+      store.workingFiles, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard target >= 0 else { throw Errno(rawValue: errno) }
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(source, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 {
+        close(target)
+        throw Errno(rawValue: errno)
+      }
+      if n == 0 { break }
+      var done = 0
+      while done < n {
+        let w = buffer.withUnsafeBytes { Glibc.write(target, $0.baseAddress! + done, n - done) }
+        if w < 0 && errno == EINTR { continue }
+        if w <= 0 {
+          close(target)
+          throw .ioError
+        }
+        done += w
+      }
+    }
+    let time = timespecFrom(nanoseconds: modificationTime)
+    _ = futimens(target, [time, time])
+    fsync(target)
+    close(target)
+    guard renameat(store.workingFiles, temporary, store.workingFiles, name) == 0 else {
+      throw Errno(rawValue: errno)
+    }
+  }
+}

@@ -1,0 +1,228 @@
+import DocumentModel
+import Glibc
+import SyncEngine
+import SystemPackage
+
+/// The virtual `.versions` tree: a read-only mirror of the paths of documents in conflict,
+/// with one file per conflict version, named from the version alone.
+///
+/// Its inode numbers are handed out on first sight and kept for the life of the mount. It asks
+/// the sync engine for conflicts and resolutions, so its methods never run under the tree
+/// lock (the engine may call into the tree while it holds its own lock).
+final class VersionsTree: @unchecked Sendable {
+  /// What a virtual inode stands for.
+  enum Key: Hashable {
+    case folder(DocumentPath)
+    case version(VersionID)
+  }
+
+  /// Virtual inode numbers start here, far above any real one.
+  static let firstInode: UInt64 = 1 << 56
+  private var mutex = pthread_mutex_t()
+  private var inodes: [Key: UInt64] = [.folder(.root): DocumentFileSystem.versionsInode]
+  private var keys: [UInt64: Key] = [DocumentFileSystem.versionsInode: .folder(.root)]
+  private var records: [UInt64: VersionRecord] = [:]
+  private var next = firstInode
+
+  init() { pthread_mutex_init(&mutex, nil) }
+
+  func withLock<T>(_ body: () -> T) -> T {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    return body()
+  }
+
+  func inode(for key: Key, record: VersionRecord? = nil) -> UInt64 {
+    withLock {
+      let inode: UInt64
+      if let known = inodes[key] {
+        inode = known
+      } else {
+        inode = next
+        next += 1
+        inodes[key] = inode
+        keys[inode] = key
+      }
+      if let record { records[inode] = record }
+      return inode
+    }
+  }
+
+  func key(_ inode: UInt64) -> Key? { withLock { keys[inode] } }
+  func knows(_ key: Key) -> Bool { withLock { inodes[key] != nil } }
+  func record(_ inode: UInt64) -> VersionRecord? { withLock { records[inode] } }
+
+  /// The entries of the virtual folder for `prefix`: subfolders toward deeper conflicts, and
+  /// the versions of the document at `prefix` itself.
+  static func listing(_ prefix: DocumentPath, conflicts: [DocumentPath: [VersionRecord]]) -> (
+    folders: Set<[UInt8]>, versions: [(name: [UInt8], record: VersionRecord)]
+  ) {
+    var folders: Set<[UInt8]> = []
+    for path in conflicts.keys
+    where path.components.count > prefix.components.count && path.isEqualOrDescendant(of: prefix) {
+      folders.insert(path.components[prefix.components.count])
+    }
+    let versions = (conflicts[prefix] ?? []).map { (VersionsName.name(for: $0), $0) }
+    return (folders, versions)
+  }
+}
+
+extension DocumentFileSystem {
+  /// Whether an inode belongs to the virtual `.versions` tree.
+  public static func isVirtual(_ inode: UInt64) -> Bool {
+    inode == versionsInode || inode >= VersionsTree.firstInode
+  }
+
+  func versionsChanged() {}
+
+  private func conflicts() -> [DocumentPath: [VersionRecord]] { engine?.conflicts() ?? [:] }
+
+  private func folderPath(_ inode: UInt64) throws(Errno) -> DocumentPath {
+    guard case .folder(let path)? = versions.key(inode) else {
+      throw versions.key(inode) == nil ? .noSuchFileOrDirectory : .notDirectory
+    }
+    return path
+  }
+
+  func virtualAttributes(_ inode: UInt64) throws(Errno) -> stat {
+    var result = versionsAttributes()
+    result.st_ino = UInt(inode)
+    switch versions.key(inode) {
+    case .folder?:
+      return result
+    case .version?:
+      guard let record = versions.record(inode) else { throw .noSuchFileOrDirectory }
+      result.st_mode = UInt32(S_IFREG) | 0o444
+      result.st_nlink = 1
+      var size: UInt64 = 0
+      switch record.content {
+      case .file(_, let bytes, _), .symlink(_, let bytes): size = bytes
+      default: break
+      }
+      result.st_size = Int(size)
+      result.st_blocks = Int((size + 511) / 512)
+      let time = timespecFrom(nanoseconds: Int64(record.modified.wallMilliseconds) * 1_000_000)
+      result.st_atim = time
+      result.st_mtim = time
+      result.st_ctim = time
+      return result
+    case nil:
+      throw .noSuchFileOrDirectory
+    }
+  }
+
+  func virtualLookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
+    try Self.validate(name: name)
+    let prefix = try folderPath(parent)
+    if name == Array(".".utf8) { return try virtualAttributes(parent) }
+    let listing = VersionsTree.listing(prefix, conflicts: conflicts())
+    if let match = listing.versions.first(where: { $0.name == name }) {
+      return try virtualAttributes(
+        versions.inode(for: .version(match.record.id), record: match.record))
+    }
+    if listing.folders.contains(name) {
+      return try virtualAttributes(versions.inode(for: .folder(prefix.appending(name))))
+    }
+    throw .noSuchFileOrDirectory
+  }
+
+  func virtualListing(_ inode: UInt64) throws(Errno) -> [(
+    name: [UInt8], inode: UInt64, type: UInt32
+  )] {
+    let prefix = try folderPath(inode)
+    let listing = VersionsTree.listing(prefix, conflicts: conflicts())
+    let up: UInt64 =
+      prefix.components.count <= 1
+      ? (prefix.isRoot ? Self.rootInode : Self.versionsInode)
+      : versions.inode(for: .folder(prefix.parent))
+    var entries: [(name: [UInt8], inode: UInt64, type: UInt32)] = [
+      (Array(".".utf8), inode, UInt32(S_IFDIR)), (Array("..".utf8), up, UInt32(S_IFDIR)),
+    ]
+    for folder in listing.folders.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+      entries.append(
+        (folder, versions.inode(for: .folder(prefix.appending(folder))), UInt32(S_IFDIR)))
+    }
+    for version in listing.versions {
+      entries.append(
+        (
+          version.name, versions.inode(for: .version(version.record.id), record: version.record),
+          UInt32(S_IFREG)
+        ))
+    }
+    return entries
+  }
+
+  func virtualOpen(_ inode: UInt64, flags: Int32) throws(Errno) -> OpenFile {
+    guard case .version? = versions.key(inode), let record = versions.record(inode) else {
+      throw .isDirectory
+    }
+    if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
+    guard let path = engine?.contentPath(of: record) else { throw .ioError }
+    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { throw Errno(rawValue: errno) }
+    lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
+    return OpenFile(handle: UInt64(fd), descriptor: fd)
+  }
+
+  /// `rm .versions/<path>/<v>`: discard that version.
+  func virtualUnlink(parent: UInt64, name: [UInt8]) throws(Errno) {
+    let prefix = try folderPath(parent)
+    let listing = VersionsTree.listing(prefix, conflicts: conflicts())
+    guard let match = listing.versions.first(where: { $0.name == name }) else {
+      if listing.folders.contains(name) { throw .isDirectory }
+      throw .noSuchFileOrDirectory
+    }
+    engine?.resolve(.discard(match.record.id))
+  }
+
+  /// `rmdir` (the end of `rm -r`) in `.versions`: keep what is current for the document or
+  /// for every document under the folder. A folder whose conflicts were resolved by the files
+  /// removed just before is gone already; that is success, as `rm -r` expects.
+  func virtualRemoveDirectory(parent: UInt64, name: [UInt8]) throws(Errno) {
+    if parent == Self.rootInode { throw .readOnlyFileSystem }
+    let prefix = try folderPath(parent)
+    let path = prefix.appending(name)
+    let open = conflicts().keys.filter { $0.isEqualOrDescendant(of: path) }
+    if open.isEmpty {
+      guard versions.knows(.folder(path)) else { throw .noSuchFileOrDirectory }
+      return
+    }
+    engine?.resolve(open == [path] ? .keepCurrent(path) : .keepCurrentUnder(path))
+  }
+
+  /// `mv .versions/<path>/<v> <path>`: choose that version. Any other destination is another
+  /// file system as far as `mv` is concerned, so it copies and removes instead.
+  func virtualRename(parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8])
+    throws(Errno)
+  {
+    let prefix = try folderPath(parent)
+    let listing = VersionsTree.listing(prefix, conflicts: conflicts())
+    guard let match = listing.versions.first(where: { $0.name == name }) else {
+      throw .improperLink
+    }
+    let destination = lock.withLock { path(parent: newParent, name: newName) }
+    guard destination == match.record.path else { throw .improperLink }
+    engine?.resolve(.choose(match.record.id))
+  }
+
+  func virtualExtendedAttributes(_ inode: UInt64) -> [[UInt8]: [UInt8]] {
+    guard let record = versions.record(inode) else { return [:] }
+    return [
+      Array("user.docsync.device".utf8): Array(record.deviceName.utf8),
+      Array("user.docsync.version".utf8): Array(record.id.hex.utf8),
+      Array("user.docsync.mtime".utf8): Array(Self.isoTime(record.modified.wallMilliseconds).utf8),
+    ]
+  }
+
+  /// `2026-11-20T14:03:12.345Z`.
+  static func isoTime(_ milliseconds: UInt64) -> String {
+    var seconds = time_t(milliseconds / 1000)
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+    let fraction = String(milliseconds % 1000)
+    return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+      + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))."
+      + String(repeating: "0", count: 3 - fraction.count) + fraction + "Z"
+  }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import GRDB
+import Glibc
+
+/// What the local tree showed for a path when it last matched a version: the version's id and
+/// the working file's size and times then, so a later change is noticed without hashing.
+public struct ShownRecord: Sendable, Equatable {
+  public var path: [UInt8]
+  public var versionID: [UInt8]
+  public var size: Int64
+  public var modificationTime: Int64
+  public var changeTime: Int64
+
+  public init(
+    path: [UInt8], versionID: [UInt8], size: Int64, modificationTime: Int64, changeTime: Int64
+  ) {
+    self.path = path
+    self.versionID = versionID
+    self.size = size
+    self.modificationTime = modificationTime
+    self.changeTime = changeTime
+  }
+}
+
+/// The sync engine's durable state, loaded at mount.
+public struct SyncSnapshot: Sendable {
+  /// Every known version record: id and canonical encoding.
+  public var versions: [(id: [UInt8], payload: [UInt8])] = []
+  /// Ids of records not yet on the hub, oldest first.
+  public var outbox: [[UInt8]] = []
+  public var shown: [ShownRecord] = []
+  public var metadata: [String: [UInt8]] = [:]
+}
+
+/// One change to the sync engine's durable state.
+public enum SyncChange: Sendable {
+  case addVersion(id: [UInt8], payload: [UInt8])
+  case enqueue(id: [UInt8])
+  case dequeue(id: [UInt8])
+  case show(ShownRecord)
+  case unshow(path: [UInt8])
+  case setMetadata(key: String, value: [UInt8])
+}
+
+extension LocalStore {
+  /// Loads what the sync engine keeps.
+  public func loadSync() throws(LocalStoreError) -> SyncSnapshot {
+    do {
+      return try database.read { db in
+        var snapshot = SyncSnapshot()
+        for row in try Row.fetchAll(db, sql: "SELECT id, payload FROM versions") {
+          snapshot.versions.append(([UInt8](row[0] as Data), [UInt8](row[1] as Data)))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT id FROM outbox ORDER BY seq") {
+          snapshot.outbox.append([UInt8](row[0] as Data))
+        }
+        for row in try Row.fetchAll(
+          db, sql: "SELECT path, id, size, mtime, ctime FROM shown")
+        {
+          snapshot.shown.append(
+            ShownRecord(
+              path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
+              size: row[2], modificationTime: row[3], changeTime: row[4]))
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM sync_meta") {
+          snapshot.metadata[row[0]] = [UInt8](row[1] as Data)
+        }
+        return snapshot
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Applies sync changes in one transaction.
+  public func applySync(_ changes: [SyncChange]) throws(LocalStoreError) {
+    do {
+      try database.write { db in
+        for change in changes {
+          switch change {
+          case .addVersion(let id, let payload):
+            try db.cachedStatement(
+              sql: "INSERT OR IGNORE INTO versions (id, payload) VALUES (?, ?)"
+            ).execute(arguments: [Data(id), Data(payload)])
+          case .enqueue(let id):
+            try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox (id) VALUES (?)")
+              .execute(arguments: [Data(id)])
+          case .dequeue(let id):
+            try db.cachedStatement(sql: "DELETE FROM outbox WHERE id = ?").execute(arguments: [
+              Data(id)
+            ])
+          case .show(let record):
+            try db.cachedStatement(
+              sql:
+                "INSERT OR REPLACE INTO shown (path, id, size, mtime, ctime) VALUES (?, ?, ?, ?, ?)"
+            ).execute(arguments: [
+              Data(record.path), Data(record.versionID), record.size, record.modificationTime,
+              record.changeTime,
+            ])
+          case .unshow(let path):
+            try db.cachedStatement(sql: "DELETE FROM shown WHERE path = ?").execute(arguments: [
+              Data(path)
+            ])
+          case .setMetadata(let key, let value):
+            try db.cachedStatement(
+              sql: "INSERT OR REPLACE INTO sync_meta (key, value) VALUES (?, ?)"
+            ).execute(arguments: [key, Data(value)])
+          }
+        }
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// The folder of content-addressed blobs: `blobs/<first two hex digits>/<hex>`.
+  public var blobFolder: String { directory + "/blobs" }
+
+  /// The path of a blob by its hex hash.
+  public func blobPath(hex: String) -> String {
+    blobFolder + "/" + hex.prefix(2) + "/" + hex
+  }
+}

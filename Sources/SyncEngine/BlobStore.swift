@@ -1,0 +1,176 @@
+import Crypto
+import DocumentModel
+import Glibc
+import LocalStore
+
+/// The device's content-addressed blobs: the content of every version it has made or fetched.
+///
+/// A blob is written to a temporary file, fsynced, and only then renamed to its hash, so a
+/// record that names a blob never outlives the blob itself, whatever crashes in between.
+struct BlobStore: Sendable {
+  let folder: String
+  let store: LocalStore
+
+  init(store: LocalStore) {
+    self.store = store
+    folder = store.blobFolder
+    mkdir(folder, 0o700)
+    mkdir(folder + "/tmp", 0o700)
+    // Half-written blobs of an earlier run are garbage.
+    if let dir = opendir(folder + "/tmp") {
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+          String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
+        if name != "." && name != ".." { unlink(folder + "/tmp/" + name) }
+      }
+      closedir(dir)
+    }
+  }
+
+  func path(_ hash: ContentHash) -> String { store.blobPath(hex: hash.hex) }
+
+  func contains(_ hash: ContentHash) -> Bool { access(path(hash), F_OK) == 0 }
+
+  /// A new temporary file in the blob folder, for a blob on its way in.
+  func temporaryFile() -> (path: String, descriptor: Int32)? {
+    var template = Array((folder + "/tmp/incoming-XXXXXX").utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { return nil }
+    return (template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }, fd)
+  }
+
+  /// Moves a verified temporary file to its place as the blob `hash`.
+  func install(temporary: String, descriptor: Int32, as hash: ContentHash) throws(SyncError) {
+    guard fsync(descriptor) == 0 else {
+      close(descriptor)
+      unlink(temporary)
+      throw .local("cannot write blob \(hash.hex): \(String(cString: strerror(errno)))")
+    }
+    close(descriptor)
+    let final = path(hash)
+    mkdir(String(final.dropLast(hash.hex.count + 1)), 0o700)
+    guard rename(temporary, final) == 0 else {
+      unlink(temporary)
+      throw .local("cannot store blob \(hash.hex): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// Copies an open file into the store, hashing as it goes; returns the hash and the size.
+  func add(from source: Int32) throws(SyncError) -> (ContentHash, Int64) {
+    guard let (temporary, fd) = temporaryFile() else {
+      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
+    }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var offset: off_t = 0
+    while true {
+      let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, offset) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 {
+        close(fd)
+        unlink(temporary)
+        throw .local("cannot read a file to sync: \(String(cString: strerror(errno)))")
+      }
+      if n == 0 { break }
+      buffer.withUnsafeBytes {
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }
+      guard writeAll(fd, buffer, count: n) else {
+        close(fd)
+        unlink(temporary)
+        throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
+      }
+      offset += off_t(n)
+    }
+    let hash = ContentHash(hasher.finalize().withUnsafeBytes { Digest256(bytes: $0)! })
+    if contains(hash) {
+      close(fd)
+      unlink(temporary)
+    } else {
+      try install(temporary: temporary, descriptor: fd, as: hash)
+    }
+    return (hash, Int64(offset))
+  }
+
+  /// Stores bytes (a symlink's target) as a blob.
+  func add(bytes: [UInt8]) throws(SyncError) -> ContentHash {
+    let hash = ContentHash(of: bytes)
+    if contains(hash) { return hash }
+    guard let (temporary, fd) = temporaryFile() else {
+      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
+    }
+    guard writeAll(fd, bytes, count: bytes.count) else {
+      close(fd)
+      unlink(temporary)
+      throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
+    }
+    try install(temporary: temporary, descriptor: fd, as: hash)
+    return hash
+  }
+
+  /// Whether the stored blob still has the content its name promises.
+  func verify(_ hash: ContentHash) -> Bool {
+    let fd = open(path(hash), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 { return false }
+      if n == 0 { break }
+      buffer.withUnsafeBytes {
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }
+    }
+    return hasher.finalize().withUnsafeBytes { Array($0) } == hash.bytes
+  }
+
+  /// The bytes of a small blob (a symlink target).
+  func bytes(_ hash: ContentHash) -> [UInt8]? {
+    let fd = open(path(hash), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      result += buffer[0..<n]
+    }
+    return ContentHash(of: result) == hash ? result : nil
+  }
+
+  func remove(_ hash: ContentHash) { unlink(path(hash)) }
+}
+
+func writeAll(_ fd: Int32, _ bytes: [UInt8], count: Int) -> Bool {
+  var done = 0
+  while done < count {
+    let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, count - done) }
+    if n < 0 && errno == EINTR { continue }
+    if n <= 0 { return false }
+    done += n
+  }
+  return true
+}
+
+/// Why a sync step failed.
+public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
+  case local(String)
+  case hub(String)
+  case timeout(String)
+  case paused
+
+  public var description: String {
+    switch self {
+    case .local(let reason): reason
+    case .hub(let reason): reason
+    case .timeout(let reason): reason
+    case .paused: "syncing is paused (docsync resume)"
+    }
+  }
+}

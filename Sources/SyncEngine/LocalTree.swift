@@ -1,0 +1,124 @@
+import DocumentModel
+import Glibc
+
+/// What the local tree holds at a path, as far as syncing cares.
+public enum LocalEntry: Sendable, Equatable {
+  /// A regular file, with the working file's size and times to notice changes cheaply.
+  case file(
+    inode: UInt64, size: Int64, modificationTime: Int64, changeTime: Int64, executable: Bool)
+  case directory
+  case symlink(target: [UInt8])
+  /// FIFOs, sockets and device nodes: they stay local and never sync.
+  case special
+}
+
+/// A remote version to write into the local tree.
+public enum RemoteChange: Sendable {
+  /// Replace or create the file at `path` with the content of the blob file at `blob`.
+  case file(path: DocumentPath, blob: String, executable: Bool, modificationTime: Int64)
+  case directory(path: DocumentPath)
+  case symlink(path: DocumentPath, target: [UInt8], modificationTime: Int64)
+  case remove(path: DocumentPath)
+
+  public var path: DocumentPath {
+    switch self {
+    case .file(let path, _, _, _), .directory(let path), .symlink(let path, _, _),
+      .remove(let path):
+      path
+    }
+  }
+}
+
+/// The outcome of applying a remote change.
+public enum ApplyOutcome: Sendable, Equatable {
+  /// Done; the path now holds this (nil: nothing).
+  case applied(LocalEntry?)
+  /// The path changed locally since the engine looked, or is open for writing: not applied.
+  case skipped
+}
+
+/// The local tree as the sync engine sees it: implemented by the document file system, so the
+/// engine knows nothing of inodes, handles or FUSE.
+///
+/// The engine calls these while holding its own lock; an implementation must never call back
+/// into the engine while holding a lock of its own that these methods take.
+public protocol LocalTree: AnyObject, Sendable {
+  /// What `path` holds now, or nil.
+  func entry(at path: DocumentPath) -> LocalEntry?
+  /// Every path at or below `path` and what it holds.
+  func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry]
+  /// Whether a file at `path` is open for writing.
+  func hasOpenWriter(at path: DocumentPath) -> Bool
+  /// Writes a remote version, unless the path no longer holds `expected`.
+  func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome
+  /// The conflict versions changed: views of `.versions` must be refreshed.
+  func conflictsChanged(at paths: Set<DocumentPath>)
+}
+
+/// Local operations as the file system reports them, for the engine to fold into versions
+/// once the paths have been quiet for a moment.
+///
+/// A leaf lock: the file system calls `note` while holding its own lock.
+public final class ChangeLog: @unchecked Sendable {
+  private var mutex = pthread_mutex_t()
+  private var operations: [LocalOperation] = []
+  private var lastActivity: UInt64 = 0
+
+  public init() { pthread_mutex_init(&mutex, nil) }
+
+  public func note(_ operation: LocalOperation) {
+    pthread_mutex_lock(&mutex)
+    operations.append(operation)
+    lastActivity = monotonicMilliseconds()
+    pthread_mutex_unlock(&mutex)
+  }
+
+  /// Keeps the window open without an operation (a write in progress).
+  public func touch() {
+    pthread_mutex_lock(&mutex)
+    lastActivity = monotonicMilliseconds()
+    pthread_mutex_unlock(&mutex)
+  }
+
+  /// Milliseconds since the last activity, and whether anything is pending.
+  func quietFor() -> (milliseconds: UInt64, pending: Bool) {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    return (monotonicMilliseconds() - lastActivity, !operations.isEmpty)
+  }
+
+  func peekPaths() -> Set<DocumentPath> {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    var paths: Set<DocumentPath> = []
+    for operation in operations {
+      switch operation {
+      case .create(let path), .write(let path), .remove(let path): paths.insert(path)
+      case .rename(let from, let to):
+        paths.insert(from)
+        paths.insert(to)
+      }
+    }
+    return paths
+  }
+
+  func drain() -> [LocalOperation] {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    let drained = operations
+    operations = []
+    return drained
+  }
+}
+
+func monotonicMilliseconds() -> UInt64 {
+  var now = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &now)
+  return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+}
+
+func wallMilliseconds() -> UInt64 {
+  var now = timespec()
+  clock_gettime(CLOCK_REALTIME, &now)
+  return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+}

@@ -1,0 +1,200 @@
+import DocumentModel
+import Glibc
+import Hub
+import LocalStore
+
+extension SyncEngine {
+  /// The background loop: record quiet windows, push, pull, apply, wait for news.
+  func run() async {
+    var backoff: UInt64 = 250
+    var retryAt: UInt64 = 0
+    while withLock({ running }) {
+      let target = withLock { syncRequested }
+      let forced = target > withLock({ syncCompleted })
+      let (quiet, pending) = changeLog.quietFor()
+      if pending && (quiet >= quietMilliseconds || forced) {
+        withLock { recordWindow(force: forced) }
+      }
+      if withLock({ paused }) || (!forced && monotonicMilliseconds() < retryAt) {
+        try? await Task.sleep(for: .milliseconds(20))
+        continue
+      }
+      do throws(SyncError) {
+        try await push()
+        while try await pull() {}
+        let clean = withLock { () -> Bool in
+          if !deferred.isEmpty { reconcile(Array(deferred)) }
+          if let offline {
+            logger.info("the hub is reachable again (offline since \(offline.since))")
+          }
+          offline = nil
+          lastSync = wallMilliseconds()
+          return deferred.isEmpty && outbox.isEmpty && !changeLog.quietFor().pending
+        }
+        backoff = 250
+        if clean && forced { withLock { syncCompleted = max(syncCompleted, target) } }
+        if !forced {
+          let cursor = withLock { self.cursor }
+          _ = try? await hub.waitForChanges(after: cursor, timeout: .milliseconds(50))
+        } else if !clean {
+          try? await Task.sleep(for: .milliseconds(10))
+        }
+      } catch {
+        withLock {
+          if offline == nil {
+            logger.warning("sync stopped: \(error); retrying")
+            offline = (wallMilliseconds(), error.description)
+          } else {
+            offline?.reason = error.description
+          }
+        }
+        retryAt = monotonicMilliseconds() + backoff
+        backoff = min(backoff * 2, 10_000)
+        try? await Task.sleep(for: .milliseconds(20))
+      }
+    }
+  }
+
+  /// Uploads queued versions: blobs first, then the records that name them.
+  func push() async throws(SyncError) {
+    while true {
+      let batch = withLock { outbox.prefix(64).compactMap { known[$0] } }
+      guard !batch.isEmpty else { return }
+      var ready: [VersionRecord] = []
+      for record in batch {
+        if let hash = record.content.blobHash {
+          guard try await uploadBlob(hash) else { continue }
+        }
+        ready.append(record)
+      }
+      guard !ready.isEmpty else { return }
+      do {
+        try await hub.append(
+          ready.map { record in
+            HubRecord(
+              id: record.id.bytes, payload: record.encoded,
+              blobs: record.content.blobHash.map { [$0.bytes] } ?? [])
+          })
+      } catch {
+        throw .hub(error.description)
+      }
+      let sent = Set(ready.map(\.id))
+      try withLock { () throws(SyncError) in
+        try persist(ready.map { .dequeue(id: $0.id.bytes) })
+        outbox.removeAll { sent.contains($0) }
+      }
+      if ready.count < batch.count { return }
+    }
+  }
+
+  /// Puts a blob on the hub unless it is there; false when this device cannot provide it.
+  private func uploadBlob(_ hash: ContentHash) async throws(SyncError) -> Bool {
+    do {
+      if try await hub.hasBlob(hash: hash.bytes) { return true }
+    } catch {
+      throw .hub(error.description)
+    }
+    let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else {
+      logger.error("the content of a local version (\(hash.hex)) is missing; it cannot be uploaded")
+      return false
+    }
+    defer { close(fd) }
+    do {
+      try await hub.putBlob(hash: hash.bytes, from: fd)
+      return true
+    } catch .integrity(let reason) {
+      // Never upload content that no longer matches its name; it will be fetched again if
+      // another device has it.
+      logger.error("local blob \(hash.hex) does not match its hash and is not uploaded: \(reason)")
+      blobs.remove(hash)
+      return false
+    } catch {
+      throw .hub(error.description)
+    }
+  }
+
+  /// Pulls one page of records; false when there was nothing new.
+  func pull() async throws(SyncError) -> Bool {
+    let cursor = withLock { self.cursor }
+    let page: HubPage
+    do {
+      page = try await hub.records(after: cursor, limit: 512)
+    } catch {
+      throw .hub(error.description)
+    }
+    guard !page.records.isEmpty else { return false }
+    var arrived: [VersionRecord] = []
+    for hubRecord in page.records {
+      guard let digest = Digest256(bytes: hubRecord.id) else {
+        logger.error("refused a hub record with a malformed id")
+        continue
+      }
+      do {
+        arrived.append(
+          try VersionRecord(decoding: hubRecord.payload, expectedID: VersionID(digest)))
+      } catch {
+        logger.error("refused hub record \(digest.hex): \(error)")
+      }
+    }
+    let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash]) in
+      let fresh = arrived.filter { !known.contains($0.id) }
+      var parents: Set<VersionID> = []
+      for record in fresh { parents.formUnion(record.parents) }
+      // Content is fetched for versions that nothing supersedes yet: what a path may show.
+      let needed = fresh.compactMap { record -> ContentHash? in
+        guard let hash = record.content.blobHash, !parents.contains(record.id),
+          !blobs.contains(hash)
+        else { return nil }
+        return hash
+      }
+      return (fresh, needed)
+    }
+    for hash in Set(needed) {
+      try await fetchBlob(hash)
+    }
+    try withLock { () throws(SyncError) in
+      var durable: [SyncChange] = fresh.map { .addVersion(id: $0.id.bytes, payload: $0.encoded) }
+      durable.append(.setMetadata(key: "cursor", value: Array(page.cursor.serialized.utf8)))
+      try persist(durable)
+      self.cursor = page.cursor
+      for record in fresh { author.observe(record) }
+      let touched = known.insert(contentsOf: fresh)
+      state.update(from: known, touched: touched)
+      if !fresh.isEmpty {
+        logger.info("received \(fresh.count) version(s)")
+      }
+      reconcile(touched)
+      tree?.conflictsChanged(at: touched)
+    }
+    return true
+  }
+
+  /// Downloads a blob into the store, checking its hash on arrival.
+  func fetchBlob(_ hash: ContentHash) async throws(SyncError) {
+    guard let (temporary, fd) = blobs.temporaryFile() else {
+      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
+    }
+    do {
+      try await hub.fetchBlob(hash: hash.bytes, to: fd)
+    } catch .integrity(let reason) {
+      close(fd)
+      unlink(temporary)
+      logger.error("refused blob \(hash.hex) from the hub: \(reason)")
+      return
+    } catch .missingBlob {
+      close(fd)
+      unlink(temporary)
+      return
+    } catch {
+      close(fd)
+      unlink(temporary)
+      throw .hub(error.description)
+    }
+    try blobs.install(temporary: temporary, descriptor: fd, as: hash)
+    if !blobs.verify(hash) {
+      logger.error("refused blob \(hash.hex) from the hub: its content does not match its hash")
+      blobs.remove(hash)
+    }
+  }
+}

@@ -1,0 +1,277 @@
+import DocumentModel
+import Glibc
+import LocalStore
+
+extension SyncEngine {
+  /// Folds the pending local operations into versions, unless a touched path is still open
+  /// for writing (a version is taken after the last writer closes). Called with the lock held.
+  func recordWindow(force: Bool) {
+    guard let tree else { return }
+    let pendingPaths = changeLog.peekPaths()
+    guard !pendingPaths.isEmpty else { return }
+    if pendingPaths.contains(where: { tree.hasOpenWriter(at: $0) }) { return }
+    let operations = changeLog.drain()
+
+    var coverage: Set<DocumentPath> = []
+    for operation in operations {
+      switch operation {
+      case .create(let path), .write(let path), .remove(let path):
+        coverage.insert(path)
+      case .rename(let from, let to):
+        for folder in [from, to] {
+          coverage.insert(folder)
+          coverage.formUnion(tree.entries(under: folder).keys)
+          coverage.formUnion(shown.keys.filter { $0.isEqualOrDescendant(of: folder) })
+        }
+      }
+    }
+    coverage.remove(.root)
+
+    var before: [DocumentPath: VersionRecord] = [:]
+    var after: [DocumentPath: VersionContent] = [:]
+    var entries: [DocumentPath: LocalEntry] = [:]
+    for path in coverage {
+      if let record = shown[path], let version = known[VersionID(digest(record.versionID))] {
+        before[path] = version
+      }
+      guard !IgnoredNames.isIgnored(path), let entry = tree.entry(at: path) else { continue }
+      entries[path] = entry
+      do {
+        if let content = try content(of: entry, at: path, previous: before[path]) {
+          after[path] = content
+        }
+      } catch {
+        logger.error("cannot read \(path) to sync it: \(error)")
+      }
+    }
+
+    var changes: [PendingChange] = []
+    for change in SaveCoalescer.changes(operations: operations, before: before, after: after) {
+      // Writing a conflict version's content over its document (cp, cat >) chooses it.
+      if let hash = change.content.blobHash,
+        let chosen = state.conflicts[change.path]?.first(where: { $0.content.blobHash == hash })
+      {
+        let resolution = Resolution.choose(chosen.id).changes(in: known, state: state)
+        if !resolution.isEmpty {
+          changes += resolution
+          continue
+        }
+      }
+      changes.append(change)
+    }
+
+    var records: [VersionRecord] = []
+    for change in changes.sorted(by: {
+      (modificationMilliseconds(entries[$0.path]) ?? 0)
+        < (modificationMilliseconds(entries[$1.path]) ?? 0)
+    }) {
+      let now = modificationMilliseconds(entries[change.path]) ?? wallMilliseconds()
+      records += author.record([change], known: known, now: now)
+    }
+
+    var durable: [SyncChange] = []
+    for record in records {
+      durable.append(.addVersion(id: record.id.bytes, payload: record.encoded))
+      durable.append(.enqueue(id: record.id.bytes))
+    }
+    let recorded = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })
+    var newShown: [DocumentPath: ShownRecord?] = [:]
+    for path in coverage where !IgnoredNames.isIgnored(path) {
+      if let record = recorded[path] {
+        newShown[path] = shownRecord(path, record, entries[path])
+      } else if let previous = before[path], let entry = entries[path],
+        after[path] == previous.content
+      {
+        // Touched, same content: remember the new times so the file is not hashed again.
+        newShown[path] = shownRecord(path, previous, entry)
+      }
+    }
+    for (path, record) in newShown {
+      if let record {
+        durable.append(.show(record))
+      } else {
+        durable.append(.unshow(path: path.bytes))
+      }
+    }
+    do {
+      try persist(durable)
+    } catch {
+      logger.error("cannot record local changes: \(error)")
+      for operation in operations { changeLog.note(operation) }
+      return
+    }
+    for (path, record) in newShown { shown[path] = record }
+    outbox += records.map(\.id)
+    let touched = known.insert(contentsOf: records)
+    state.update(from: known, touched: touched)
+    if !records.isEmpty {
+      logger.info(
+        "recorded \(records.count) local version(s): \(records.map(\.path.description).sorted().joined(separator: ", "))"
+      )
+    }
+    // A concurrent remote version may win a path this window touched: show the winner.
+    reconcile(touched)
+    tree.conflictsChanged(at: touched)
+  }
+
+  private func modificationMilliseconds(_ entry: LocalEntry?) -> UInt64? {
+    if case .file(_, _, let mtime, _, _) = entry, mtime > 0 { return UInt64(mtime / 1_000_000) }
+    return nil
+  }
+
+  func shownRecord(_ path: DocumentPath, _ record: VersionRecord, _ entry: LocalEntry?)
+    -> ShownRecord
+  {
+    if case .file(_, let size, let mtime, let ctime, _) = entry {
+      return ShownRecord(
+        path: path.bytes, versionID: record.id.bytes, size: size, modificationTime: mtime,
+        changeTime: ctime)
+    }
+    return ShownRecord(
+      path: path.bytes, versionID: record.id.bytes, size: -1, modificationTime: 0, changeTime: 0)
+  }
+
+  /// The version content of what a path holds, hashing a file only when it changed since the
+  /// version it showed.
+  private func content(of entry: LocalEntry, at path: DocumentPath, previous: VersionRecord?)
+    throws(SyncError) -> VersionContent?
+  {
+    switch entry {
+    case .file(let inode, let size, let mtime, let ctime, let executable):
+      if let previous, case .file(let hash, let oldSize, _) = previous.content,
+        let record = shown[path], record.size == size, record.modificationTime == mtime,
+        record.changeTime == ctime, blobs.contains(hash)
+      {
+        return .file(hash: hash, size: oldSize, executable: executable)
+      }
+      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return nil }
+      defer { close(fd) }
+      let (hash, copied) = try blobs.add(from: fd)
+      return .file(hash: hash, size: UInt64(copied), executable: executable)
+    case .directory:
+      return .directory
+    case .symlink(let target):
+      let hash = try blobs.add(bytes: target)
+      return .symlink(hash: hash, size: UInt64(target.count))
+    case .special:
+      return nil
+    }
+  }
+
+  /// Brings the tree to the current state at `paths`; a path that is being edited or whose
+  /// content is not here yet waits in `deferred`. Called with the lock held.
+  func reconcile(_ paths: some Sequence<DocumentPath>) {
+    guard let tree else { return }
+    let busy = changeLog.peekPaths()
+    let creations = paths.filter { state.entries[$0] != nil }.sorted {
+      $0.components.count < $1.components.count
+    }
+    let removals = paths.filter { state.entries[$0] == nil }.sorted {
+      $0.components.count > $1.components.count
+    }
+    for path in creations + removals where !path.isRoot && !IgnoredNames.isIgnored(path) {
+      if busy.contains(path) || tree.hasOpenWriter(at: path) {
+        deferred.insert(path)
+        continue
+      }
+      deferred.remove(path)
+      if !bringUpToDate(path, tree) { deferred.insert(path) }
+    }
+  }
+
+  /// Returns false when the path must be tried again later.
+  private func bringUpToDate(_ path: DocumentPath, _ tree: any LocalTree) -> Bool {
+    let local = tree.entry(at: path)
+    let previous = shown[path]
+    let previousVersion = previous.flatMap { known[VersionID(digest($0.versionID))] }
+    let change: RemoteChange
+    let target: VersionRecord?
+    switch state.entries[path] {
+    case .document(let record):
+      target = record
+      if previous?.versionID == record.id.bytes, matches(local, previous, record) { return true }
+      if let previousVersion, previousVersion.content == record.content,
+        matches(local, previous, previousVersion)
+      {
+        return show(path, record, local)
+      }
+      guard let hash = record.content.blobHash, blobs.contains(hash) else { return false }
+      if record.kind == .symlink {
+        guard let target = blobs.bytes(hash) else {
+          blobs.remove(hash)
+          return false
+        }
+        if local == .symlink(target: target) { return show(path, record, local) }
+        change = .symlink(
+          path: path, target: target,
+          modificationTime: Int64(record.modified.wallMilliseconds) * 1_000_000)
+      } else {
+        guard blobs.verify(hash) else {
+          logger.error("local blob \(hash.hex) does not match its hash; fetching it again")
+          blobs.remove(hash)
+          return false
+        }
+        guard case .file(_, _, let executable) = record.content else { return true }
+        change = .file(
+          path: path, blob: blobs.path(hash), executable: executable,
+          modificationTime: Int64(record.modified.wallMilliseconds) * 1_000_000)
+      }
+    case .directory(let record):
+      target = record
+      if local == .directory {
+        if let record, previous?.versionID != record.id.bytes { return show(path, record, local) }
+        return true
+      }
+      change = .directory(path: path)
+    case nil:
+      guard let local else {
+        if let winner = known.pathState(at: path)?.winner, previous?.versionID != winner.id.bytes {
+          return show(path, winner, nil)
+        }
+        return true
+      }
+      // A local path the engine never showed is new work of this device: leave it alone.
+      guard previous != nil, let previousVersion, !previousVersion.content.isDeletion,
+        matches(local, previous, previousVersion)
+      else { return true }
+      target = known.pathState(at: path)?.winner
+      change = .remove(path: path)
+    }
+    switch tree.apply(change, expected: local) {
+    case .skipped:
+      return false
+    case .applied(let entry):
+      if let target { return show(path, target, entry) }
+      shown[path] = nil
+      try? persist([.unshow(path: path.bytes)])
+      return true
+    }
+  }
+
+  private func matches(_ local: LocalEntry?, _ record: ShownRecord?, _ version: VersionRecord)
+    -> Bool
+  {
+    switch (local, version.kind) {
+    case (.file(_, let size, let mtime, let ctime, _)?, .file):
+      guard let record else { return false }
+      return record.size == size && record.modificationTime == mtime && record.changeTime == ctime
+    case (.directory?, .directory): return true
+    case (.symlink?, .symlink): return true
+    case (nil, .deletion): return true
+    default: return false
+    }
+  }
+
+  private func show(_ path: DocumentPath, _ record: VersionRecord, _ entry: LocalEntry?) -> Bool {
+    let shownRecord = shownRecord(path, record, entry)
+    do {
+      try persist([.show(shownRecord)])
+    } catch {
+      logger.error("cannot remember what \(path) shows: \(error)")
+      return false
+    }
+    shown[path] = shownRecord
+    return true
+  }
+}

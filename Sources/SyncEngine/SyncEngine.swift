@@ -1,0 +1,286 @@
+import DocumentModel
+import Glibc
+import Hub
+import LocalStore
+import Logging
+
+/// Where syncing stands, for `docsync status`.
+public struct SyncStatus: Sendable {
+  /// The overall state, as a person reads it.
+  public enum State: Sendable, Equatable {
+    case upToDate
+    case pending
+    case offline(since: UInt64, reason: String)
+    case paused
+  }
+
+  public var deviceName: String
+  public var deviceID: String
+  public var hub: String
+  public var state: State
+  public var pendingUploads: Int
+  public var pendingLocalChanges: Bool
+  /// Wall-clock milliseconds of the last complete exchange with the hub.
+  public var lastSync: UInt64?
+  public var conflicts: [(path: DocumentPath, versions: Int)]
+}
+
+/// Pushes local versions, pulls remote ones, and keeps the local tree showing every path's
+/// current version; conflicts are data (several heads), computed by `DocumentModel`.
+///
+/// One background loop talks to the hub; everything it shares with the file system's threads
+/// is under one lock, which it never holds while waiting for the hub. Lock order: the engine's
+/// lock, then the tree's; the tree never calls the engine while holding its own lock.
+public final class SyncEngine: @unchecked Sendable {
+  /// Local operations, noted by the file system as they happen.
+  public let changeLog = ChangeLog()
+  /// How long the paths of an editor's save must be quiet before they become versions.
+  public let quietMilliseconds: UInt64
+  public let hubDescription: String
+
+  let store: LocalStore
+  let hub: any Hub
+  let blobs: BlobStore
+  let logger: Logger
+  private var mutex = pthread_mutex_t()
+
+  // Guarded by `mutex`.
+  var known = VersionSet()
+  var state = LibraryState(VersionSet())
+  var shown: [DocumentPath: ShownRecord] = [:]
+  var outbox: [VersionID] = []
+  var author: VersionAuthor
+  var cursor: HubCursor
+  var deferred: Set<DocumentPath> = []
+  weak var tree: (any LocalTree)?
+  var paused = false
+  var offline: (since: UInt64, reason: String)?
+  var lastSync: UInt64?
+  var syncRequested: UInt64 = 0
+  var syncCompleted: UInt64 = 0
+  var running = false
+  private var loop: Task<Void, Never>?
+
+  /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
+  public init(
+    store: LocalStore, hub: any Hub, hubDescription: String, deviceName: String,
+    quietMilliseconds: UInt64 = 250, logger: Logger = Logger(label: "docsync.sync")
+  ) throws(SyncError) {
+    pthread_mutex_init(&mutex, nil)
+    self.store = store
+    self.hub = hub
+    self.hubDescription = hubDescription
+    self.quietMilliseconds = quietMilliseconds
+    self.logger = logger
+    blobs = BlobStore(store: store)
+    let snapshot: SyncSnapshot
+    do {
+      snapshot = try store.loadSync()
+    } catch {
+      throw .local(error.description)
+    }
+    var deviceID: DeviceID
+    if let bytes = snapshot.metadata["device_id"], bytes.count == 16 {
+      deviceID = DeviceID(high: Self.word(bytes[0..<8]), low: Self.word(bytes[8..<16]))
+    } else {
+      var generator = SystemRandomNumberGenerator()
+      deviceID = DeviceID(high: generator.next(), low: generator.next())
+    }
+    author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
+    cursor = HubCursor(
+      serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
+    var records: [VersionRecord] = []
+    records.reserveCapacity(snapshot.versions.count)
+    for (id, payload) in snapshot.versions {
+      guard let digest = Digest256(bytes: id),
+        let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
+      else {
+        logger.error("a stored version record fails its check and is ignored")
+        continue
+      }
+      records.append(record)
+      author.observe(record)
+    }
+    known = VersionSet(records)
+    state = LibraryState(known)
+    for record in snapshot.shown {
+      shown[DocumentPath(components: Self.components(record.path))] = record
+    }
+    outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
+    let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
+    try persist([
+      .setMetadata(key: "device_id", value: idBytes),
+      .setMetadata(key: "device_name", value: Array(deviceName.utf8)),
+    ])
+  }
+
+  deinit { pthread_mutex_destroy(&mutex) }
+
+  func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    return try body()
+  }
+
+  static func word(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+    bytes.reduce(0) { $0 << 8 | UInt64($1) }
+  }
+
+  static func bytes(_ word: UInt64) -> [UInt8] {
+    (0..<8).map { UInt8(truncatingIfNeeded: word >> UInt64(56 - 8 * $0)) }
+  }
+
+  static func components(_ path: [UInt8]) -> [[UInt8]] {
+    path.split(separator: UInt8(ascii: "/")).map(Array.init)
+  }
+
+  func persist(_ changes: [SyncChange]) throws(SyncError) {
+    do {
+      try store.applySync(changes)
+    } catch {
+      throw .local(error.description)
+    }
+  }
+
+  // MARK: - Life cycle
+
+  /// Connects the engine to the tree it keeps in sync, notes what changed while the mount was
+  /// down, and starts the background loop.
+  public func start(tree: any LocalTree) {
+    withLock {
+      self.tree = tree
+      noteOfflineChanges(tree)
+      running = true
+    }
+    loop = Task.detached { [self] in await run() }
+  }
+
+  /// Stops the loop and records what is still pending locally (it goes out at the next mount).
+  public func stop() async {
+    withLock { running = false }
+    await loop?.value
+    withLock { recordWindow(force: true) }
+  }
+
+  /// Compares the tree with what it showed at the last unmount: edits made while the mount
+  /// was down (or lost to a crash before they were recorded) become local operations.
+  private func noteOfflineChanges(_ tree: any LocalTree) {
+    let local = tree.entries(under: .root)
+    for (path, entry) in local where !path.isRoot {
+      guard let record = shown[path], let version = known[VersionID(digest(record.versionID))]
+      else {
+        if !IgnoredNames.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
+        continue
+      }
+      if version.content.isDeletion {
+        changeLog.note(.create(path))
+      } else if case .file(_, let size, let mtime, let ctime, _) = entry,
+        size != record.size || mtime != record.modificationTime || ctime != record.changeTime
+      {
+        changeLog.note(.write(path))
+      }
+    }
+    for (path, record) in shown where local[path] == nil {
+      if let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion {
+        changeLog.note(.remove(path))
+      }
+    }
+    // Remote versions that arrived but were not yet written into the tree.
+    deferred.formUnion(state.entries.keys)
+  }
+
+  func digest(_ bytes: [UInt8]) -> Digest256 {
+    Digest256(bytes: bytes) ?? Digest256(bytes: [UInt8](repeating: 0, count: 32))!
+  }
+
+  // MARK: - Control
+
+  /// Stops pushing and pulling; the mount keeps working and local versions queue.
+  public func pause() { withLock { paused = true } }
+
+  public func resume() { withLock { paused = false } }
+
+  /// Records pending local changes now, pushes them, pulls everything new, and returns when
+  /// the tree shows the hub's current state (or throws at the deadline).
+  public func synchronize(timeout: Duration) async throws(SyncError) {
+    let target: UInt64 = try withLock { () throws(SyncError) -> UInt64 in
+      if paused { throw .paused }
+      syncRequested += 1
+      return syncRequested
+    }
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+      if withLock({ syncCompleted >= target }) { return }
+      if withLock({ paused }) { throw .paused }
+      try? await Task.sleep(for: .milliseconds(10))
+    }
+    throw withLock { () -> SyncError in
+      if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
+      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map(\.description)
+      if !busy.isEmpty {
+        return .timeout(
+          "not up to date after \(timeout): still waiting for \(busy.joined(separator: ", "))")
+      }
+      return .timeout("not up to date after \(timeout)")
+    }
+  }
+
+  /// Where syncing stands.
+  public func status() -> SyncStatus {
+    withLock {
+      let pendingLocal = changeLog.quietFor().pending
+      let syncState: SyncStatus.State
+      if paused {
+        syncState = .paused
+      } else if let offline {
+        syncState = .offline(since: offline.since, reason: offline.reason)
+      } else if !outbox.isEmpty || pendingLocal || !deferred.isEmpty {
+        syncState = .pending
+      } else {
+        syncState = .upToDate
+      }
+      return SyncStatus(
+        deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
+        state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
+        lastSync: lastSync,
+        conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 })
+    }
+  }
+
+  // MARK: - Versions, for `.versions`
+
+  /// Every document in conflict and its conflict versions.
+  public func conflicts() -> [DocumentPath: [VersionRecord]] { withLock { state.conflicts } }
+
+  /// The local file that holds a version's content, if it is here.
+  public func contentPath(of record: VersionRecord) -> String? {
+    guard let hash = record.content.blobHash, blobs.contains(hash) else { return nil }
+    return blobs.path(hash)
+  }
+
+  /// Records a person's resolution and brings the tree to its result; false if it resolved
+  /// nothing.
+  @discardableResult
+  public func resolve(_ resolution: Resolution) -> Bool {
+    withLock {
+      let changes = resolution.changes(in: known, state: state)
+      guard !changes.isEmpty else { return false }
+      let records = author.record(changes, known: known, now: wallMilliseconds())
+      do {
+        try persist(
+          records.flatMap {
+            [.addVersion(id: $0.id.bytes, payload: $0.encoded), .enqueue(id: $0.id.bytes)]
+          })
+      } catch {
+        logger.error("cannot record a resolution: \(error)")
+        return false
+      }
+      outbox += records.map(\.id)
+      let touched = known.insert(contentsOf: records)
+      state.update(from: known, touched: touched)
+      reconcile(touched)
+      tree?.conflictsChanged(at: touched)
+      return true
+    }
+  }
+}

@@ -1,0 +1,209 @@
+import DocumentModel
+import Foundation
+import Glibc
+import SyncEngine
+
+/// The control socket of a running mount, in its state folder: one request line, then one
+/// response (`ok` and a payload, or `error <message>`).
+///
+/// Both ends work relative to the state folder, because a Unix socket path is limited to 108
+/// bytes and state folders can be deeper than that.
+enum Control {
+  static let socketName = "control.sock"
+
+  /// Serves requests for `engine` on a thread per connection.
+  static func serve(engine: SyncEngine, state: String, mountPoint: String) throws {
+    guard chdir(state) == 0 else {
+      throw CommandFailure("cannot enter the state folder \(state): \(errorText(errno))")
+    }
+    unlink(socketName)
+    let server = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard server >= 0 else {
+      throw CommandFailure("cannot create the control socket: \(errorText(errno))")
+    }
+    var address = unixAddress(socketName)
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(server, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard bound == 0, listen(server, 16) == 0 else {
+      throw CommandFailure("cannot listen on the control socket: \(errorText(errno))")
+    }
+    chmod(socketName, 0o600)
+    let thread = Thread {
+      while true {
+        let client = accept(server, nil, nil)
+        if client < 0 {
+          if errno == EINTR || errno == ECONNABORTED { continue }
+          return
+        }
+        Thread.detachNewThread {
+          handle(client, engine: engine, mountPoint: mountPoint)
+        }
+      }
+    }
+    thread.name = "docsync-control"
+    thread.start()
+  }
+
+  private static func handle(_ client: Int32, engine: SyncEngine, mountPoint: String) {
+    defer { close(client) }
+    guard let line = readLine(client) else { return }
+    let words = line.split(separator: " ").map(String.init)
+    switch words.first {
+    case "sync":
+      let seconds = words.count > 1 ? Double(words[1]) ?? 60 : 60
+      let outcome = waitFor { () async -> String? in
+        do throws(SyncError) {
+          try await engine.synchronize(timeout: .milliseconds(Int(seconds * 1000)))
+          return nil
+        } catch {
+          return error.description
+        }
+      }
+      reply(client, outcome.map { "error " + $0 } ?? "ok")
+    case "pause":
+      engine.pause()
+      reply(client, "ok")
+    case "resume":
+      engine.resume()
+      reply(client, "ok")
+    case "status":
+      let report = StatusReport(engine.status(), mountPoint: mountPoint)
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.sortedKeys]
+      let json = (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+      reply(client, "ok\n" + json)
+    default:
+      reply(client, "error unknown request")
+    }
+  }
+
+  /// Sends one request to the mount whose state folder is `state`; returns the payload.
+  static func request(_ line: String, state: String, mountPoint: String) throws -> String {
+    let previous = FileManager.default.currentDirectoryPath
+    guard chdir(state) == 0 else { throw CommandFailure("\(mountPoint) is not running") }
+    defer { _ = chdir(previous) }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw CommandFailure(errorText(errno)) }
+    defer { close(fd) }
+    var address = unixAddress(socketName)
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard connected == 0 else {
+      throw CommandFailure(
+        "the mount at \(mountPoint) is not running (no answer on its control socket)")
+    }
+    writeText(line + "\n", to: fd)
+    shutdown(fd, Int32(SHUT_WR))
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      bytes += buffer[0..<n]
+    }
+    let response = String(decoding: bytes, as: UTF8.self)
+    if response.hasPrefix("ok") {
+      return String(response.dropFirst(2).drop { $0 == "\n" })
+    }
+    if response.hasPrefix("error ") {
+      throw CommandFailure(String(response.dropFirst(6)).trimmingCharacters(in: "\n"))
+    }
+    throw CommandFailure("the mount at \(mountPoint) stopped while answering")
+  }
+
+  private static func unixAddress(_ path: String) -> sockaddr_un {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+      for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+    }
+    return address
+  }
+
+  private static func readLine(_ fd: Int32) -> String? {
+    var bytes: [UInt8] = []
+    var byte: UInt8 = 0
+    while bytes.count < 4096 {
+      let n = read(fd, &byte, 1)
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 || byte == UInt8(ascii: "\n") { break }
+      bytes.append(byte)
+    }
+    return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+  }
+
+  private static func reply(_ fd: Int32, _ text: String) { writeText(text + "\n", to: fd) }
+}
+
+/// Runs async work from a plain thread and waits for its result.
+func waitFor<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
+  let box = ResultBox<T>()
+  let semaphore = DispatchSemaphore(value: 0)
+  Task.detached {
+    box.value = await work()
+    semaphore.signal()
+  }
+  semaphore.wait()
+  return box.value!
+}
+
+/// Carries a result from a task to the thread that waits for it.
+final class ResultBox<T>: @unchecked Sendable {
+  var value: T?
+}
+
+/// `docsync status --json`: stable field names for scripts.
+struct StatusReport: Codable {
+  struct Conflict: Codable {
+    var path: String
+    var versions: Int
+  }
+
+  var mountPoint: String
+  var device: String
+  var deviceID: String
+  var hub: String
+  /// `up to date`, `pending`, `offline` or `paused`.
+  var state: String
+  var offlineSince: String?
+  var offlineReason: String?
+  var pendingUploads: Int
+  var lastSync: String?
+  var conflicts: [Conflict]
+
+  init(_ status: SyncStatus, mountPoint: String) {
+    self.mountPoint = mountPoint
+    device = status.deviceName
+    deviceID = status.deviceID
+    hub = status.hub
+    switch status.state {
+    case .upToDate: state = "up to date"
+    case .pending: state = "pending"
+    case .paused: state = "paused"
+    case .offline(let since, let reason):
+      state = "offline"
+      offlineSince = isoTime(since)
+      offlineReason = reason
+    }
+    pendingUploads = status.pendingUploads
+    lastSync = status.lastSync.map(isoTime)
+    conflicts = status.conflicts.map { Conflict(path: $0.path.description, versions: $0.versions) }
+  }
+}
+
+/// `2026-11-20T14:03:12Z`.
+func isoTime(_ milliseconds: UInt64) -> String {
+  var seconds = time_t(milliseconds / 1000)
+  var parts = tm()
+  gmtime_r(&seconds, &parts)
+  func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+  return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+    + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+}
