@@ -2,8 +2,9 @@
 """Runs file-system workloads on several targets and prints ratios against a plain folder.
 
 A target is a folder plus how to set it up, remount it (for cold reads) and tear it down.
-Today: (a) a plain folder and (d) a docsync mount. Room is left for (b) libfuse's
-passthrough_ll and (c) rclone: add a Target subclass and list it in make_targets().
+Today: (a) a plain folder, (b) libfuse's passthrough_ll (the cost of FUSE itself, through
+Tools/fake-docsync) and (d) a docsync mount. Room is left for (c) rclone: add a Target
+subclass and list it in make_targets().
 A workload is a function of (target, size) returning seconds: add one to WORKLOADS.
 """
 
@@ -59,6 +60,13 @@ class DocsyncTarget(Target):
     def teardown(self):
         if subprocess.run([self.binary, "unmount", self.root]).returncode != 0:
             subprocess.run(["fusermount3", "-uz", self.root])
+
+
+class PassthroughTarget(DocsyncTarget):
+    """Same command-line contract as docsync (Tools/fake-docsync), so the same mount steps."""
+
+    name = "passthrough_ll"
+    label = "(b) passthrough_ll"
 
 
 def drop_caches():
@@ -148,6 +156,8 @@ WORKLOADS = [
 
 def make_targets(args):
     targets = [Target(os.path.join(BENCH_ROOT, "plain"))]
+    if args.passthrough:
+        targets.append(PassthroughTarget(os.path.join(BENCH_ROOT, "passthrough"), args.passthrough))
     if args.docsync:
         targets.append(DocsyncTarget(os.path.join(BENCH_ROOT, "docsync"), args.docsync))
     return targets
@@ -156,13 +166,15 @@ def make_targets(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docsync", help="path of the docsync binary")
+    parser.add_argument("--passthrough", help="path of Tools/fake-docsync (passthrough_ll)")
     parser.add_argument("--results", default="bench-results")
     parser.add_argument("--quick", action="store_true", help="a smaller run")
     args = parser.parse_args()
 
     if os.path.exists(BENCH_ROOT):
-        subprocess.run(["fusermount3", "-uz", os.path.join(BENCH_ROOT, "docsync", "root")],
-                       stderr=subprocess.DEVNULL)
+        for leftover in ("docsync", "passthrough"):
+            subprocess.run(["fusermount3", "-uz", os.path.join(BENCH_ROOT, leftover, "root")],
+                           stderr=subprocess.DEVNULL)
         shutil.rmtree(BENCH_ROOT)
     os.makedirs(BENCH_ROOT)
     tarball = os.path.join(BENCH_ROOT, "usr-include.tar")
@@ -184,10 +196,10 @@ def main():
             target.teardown()
 
     names = list(figures)
-    print(f"\n{'workload':<22}" + "".join(f"{n:>12}" for n in names) + "   (time / plain)")
+    print(f"\n{'workload':<22}" + "".join(f"{n:>16}" for n in names) + "   (time / plain)")
     for workload, _ in WORKLOADS:
         base = figures["plain"][workload]
-        cells = "".join(f"{figures[n][workload] / base:>11.2f}x" for n in names)
+        cells = "".join(f"{figures[n][workload] / base:>15.2f}x" for n in names)
         print(f"{workload:<22}{cells}   plain {base:.3f} s")
 
     os.makedirs(args.results, exist_ok=True)
