@@ -21,6 +21,9 @@ public final class InvalidationQueue: @unchecked Sendable {
   private var condition = pthread_cond_t()
   private var pending: [KernelInvalidation] = []
   private var closed = false
+  private var posted: UInt64 = 0
+  private var delivered: UInt64 = 0
+  private var taken: UInt64 = 0
 
   public init() {
     pthread_mutex_init(&mutex, nil)
@@ -30,7 +33,24 @@ public final class InvalidationQueue: @unchecked Sendable {
   func post(_ invalidation: KernelInvalidation) {
     pthread_mutex_lock(&mutex)
     pending.append(invalidation)
-    pthread_cond_signal(&condition)
+    posted += 1
+    pthread_cond_broadcast(&condition)
+    pthread_mutex_unlock(&mutex)
+  }
+
+  /// Waits until everything posted so far has been delivered (or the queue is closed).
+  public func waitUntilDelivered() {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    let target = posted
+    while delivered < target && !closed { pthread_cond_wait(&condition, &mutex) }
+  }
+
+  /// The sender reports that the last batch from `next()` reached the kernel.
+  public func markDelivered() {
+    pthread_mutex_lock(&mutex)
+    delivered = taken
+    pthread_cond_broadcast(&condition)
     pthread_mutex_unlock(&mutex)
   }
 
@@ -40,6 +60,7 @@ public final class InvalidationQueue: @unchecked Sendable {
     defer { pthread_mutex_unlock(&mutex) }
     while pending.isEmpty && !closed { pthread_cond_wait(&condition, &mutex) }
     let batch = pending
+    taken += UInt64(batch.count)
     pending = []
     return batch
   }
@@ -202,6 +223,10 @@ extension DocumentFileSystem: LocalTree {
         return .skipped
       }
     }
+  }
+
+  public func flushKernelCaches() {
+    invalidations.waitUntilDelivered()
   }
 
   public func conflictsChanged(at paths: Set<DocumentPath>) {

@@ -46,6 +46,7 @@ public final class DocumentMount: LowLevelFileSystem {
             try? notifier.deleteEntry(parent: parent, child: child, name: name)
           }
         }
+        queue.markDelivered()
       }
     }
     thread.name = "docsync-invalidations"

@@ -53,6 +53,9 @@ public protocol LocalTree: AnyObject, Sendable {
   func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome
   /// The conflict versions changed: views of `.versions` must be refreshed.
   func conflictsChanged(at paths: Set<DocumentPath>)
+  /// Returns once the kernel has been told of every change made so far, so that a reader
+  /// that starts after `docsync sync` returns sees the new content. Called without the lock.
+  func flushKernelCaches()
 }
 
 /// Local operations as the file system reports them, for the engine to fold into versions

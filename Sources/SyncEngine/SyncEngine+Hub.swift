@@ -22,17 +22,20 @@ extension SyncEngine {
       do throws(SyncError) {
         try await push()
         while try await pull() {}
-        let clean = withLock { () -> Bool in
+        let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
           if !deferred.isEmpty { reconcile(Array(deferred)) }
           if let offline {
             logger.info("the hub is reachable again (offline since \(offline.since))")
           }
           offline = nil
           lastSync = wallMilliseconds()
-          return deferred.isEmpty && outbox.isEmpty && !changeLog.quietFor().pending
+          return (isSettled(), self.tree)
         }
         backoff = 250
-        if clean && forced { withLock { syncCompleted = max(syncCompleted, target) } }
+        if clean && forced {
+          tree?.flushKernelCaches()
+          withLock { syncCompleted = max(syncCompleted, target) }
+        }
         if !forced {
           let cursor = withLock { self.cursor }
           _ = try? await hub.waitForChanges(after: cursor, timeout: .milliseconds(50))
@@ -53,6 +56,18 @@ extension SyncEngine {
         try? await Task.sleep(for: .milliseconds(20))
       }
     }
+  }
+
+  /// Nothing is left to do but what waits for files open for writing: their changes become
+  /// versions, and remote changes to them are applied, after the last writer closes.
+  /// Called with the lock held.
+  func isSettled() -> Bool {
+    guard outbox.isEmpty else { return false }
+    guard let tree else { return true }
+    let waitingForWriters = { (path: DocumentPath) in tree.hasOpenWriter(at: path) }
+    let pendingLocal = changeLog.peekPaths()
+    if !pendingLocal.isEmpty && !pendingLocal.contains(where: waitingForWriters) { return false }
+    return deferred.allSatisfy { waitingForWriters($0) || pendingLocal.contains($0) }
   }
 
   /// Uploads queued versions: blobs first, then the records that name them.

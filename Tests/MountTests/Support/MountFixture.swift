@@ -63,7 +63,10 @@ final class MountFixture {
     }
     try TestEnvironment.require(programs: [])
     let result = try run(
-      [try Self.docsyncBinary(), "mount", mountPoint, "--state", state], timeout: .seconds(60))
+      // A hub of its own: the default hub is shared by every mount of the user, and tests must
+      // not sync into each other.
+      [try Self.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", "\(base)/hub.sqlite"],
+      timeout: .seconds(60))
     guard result.status == 0 else {
       throw RunError(description: "docsync mount failed: \(result)\n\(logTail())")
     }
