@@ -37,6 +37,7 @@ struct MountCommand: ParsableCommand {
   var daemon = false
 
   func run() throws {
+    if daemon { closeInheritedDescriptors() }
     let target = try checkedMountPoint()
     let stateFolder = try preparedStateFolder(for: target)
     try checkFuseDevice()
@@ -228,6 +229,22 @@ struct MountCommand: ParsableCommand {
 
 // POSIX_SPAWN_SETSID from glibc's <spawn.h>, hidden from Swift behind _GNU_SOURCE.
 let posixSpawnSetSID: Int32 = 0x80
+
+/// Closes every descriptor above stderr: the daemon lives long, and a descriptor it inherited
+/// by accident (one open in another mount, say) would stay open for its whole life.
+func closeInheritedDescriptors() {
+  guard let dir = opendir("/proc/self/fd") else { return }
+  var descriptors: [Int32] = []
+  while let entry = readdir(dir) {
+    let name = withUnsafeBytes(of: entry.pointee.d_name) {
+      String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+    }
+    if let fd = Int32(name), fd > 2 { descriptors.append(fd) }
+  }
+  let own = dirfd(dir)
+  closedir(dir)
+  for fd in descriptors where fd != own { close(fd) }
+}
 
 /// Sends stdout and stderr to the log in the state folder once the starter stops listening.
 func redirectOutput(to path: String) {

@@ -81,7 +81,16 @@ final class MountFixture {
     guard isMounted else { return }
     isMounted = false
     guard !isPlain else { return }
-    let result = try run([try Self.docsyncBinary(), "unmount", mountPoint], timeout: .seconds(60))
+    var result = try run([try Self.docsyncBinary(), "unmount", mountPoint], timeout: .seconds(60))
+    // Tests run in parallel and spawn programs; a child of another test can inherit a
+    // descriptor this test had open in its mount for a moment, and then the mount is busy
+    // until that child exits.
+    var attempts = 0
+    while result.status != 0 && result.stderr.contains("busy") && attempts < 40 {
+      usleep(250_000)
+      attempts += 1
+      result = try run([try Self.docsyncBinary(), "unmount", mountPoint], timeout: .seconds(60))
+    }
     if result.status != 0 || Self.mountedPoints().contains(mountPoint) {
       Self.forceUnmount(mountPoint)
       throw RunError(description: "docsync unmount failed: \(result)\n\(logTail())")
