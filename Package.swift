@@ -116,9 +116,19 @@ let package = Package(
       dependencies: ["FileSystemConformance"],
       swiftSettings: strict
     ),
+    .target(
+      name: "MountHarness",
+      path: "Tests/MountHarness",
+      swiftSettings: strict
+    ),
     .testTarget(
       name: "MountTests",
-      dependencies: ["FileSystemConformance"],
+      dependencies: ["FileSystemConformance", "MountHarness"],
+      swiftSettings: strict
+    ),
+    .testTarget(
+      name: "EndToEndTests",
+      dependencies: ["MountHarness"],
       swiftSettings: strict
     ),
   ]

@@ -1,4 +1,5 @@
 import Foundation
+import MountHarness
 import Testing
 
 /// Bad input to `docsync mount`: exit 1 and one line on stderr that names the problem, or exit

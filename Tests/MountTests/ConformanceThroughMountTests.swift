@@ -1,5 +1,6 @@
 import FileSystemConformance
 import Foundation
+import MountHarness
 import Testing
 
 /// The same conformance suite that runs in process against DocumentFileSystem, here through

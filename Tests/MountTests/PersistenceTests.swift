@@ -1,4 +1,5 @@
 import Foundation
+import MountHarness
 import Testing
 
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import MountHarness
 import Testing
 
 /// Everyday programs doing their usual work inside the mount, checked against what the same

@@ -5,21 +5,21 @@ import Foundation
 #endif
 
 /// What a finished subprocess left behind.
-struct RunResult: Sendable, CustomStringConvertible {
-  var argv: [String]
-  var status: Int32
-  var stdout: String
-  var stderr: String
-  var timedOut: Bool
+public struct RunResult: Sendable, CustomStringConvertible {
+  public var argv: [String]
+  public var status: Int32
+  public var stdout: String
+  public var stderr: String
+  public var timedOut: Bool
 
-  var description: String {
+  public var description: String {
     "`\(argv.joined(separator: " "))` exited \(status)\(timedOut ? " (timed out)" : "")"
       + "\nstdout: \(stdout.prefix(2000))\nstderr: \(stderr.prefix(2000))"
   }
 }
 
-struct RunError: Error, CustomStringConvertible {
-  var description: String
+public struct RunError: Error, CustomStringConvertible {
+  public var description: String
 }
 
 /// Runs `argv` (argv[0] looked up in PATH) and waits at most `timeout`; on timeout the whole
@@ -30,7 +30,7 @@ struct RunError: Error, CustomStringConvertible {
 /// daemon it started still holds that descriptor (observed: the test run hung on a zombie).
 /// For the same reason stdout and stderr go to files, not pipes that a daemon would keep open.
 @discardableResult
-func run(
+public func run(
   _ argv: [String], cwd: String? = nil, env: [String: String] = [:], stdin: String? = nil,
   timeout: Duration = .seconds(120)
 ) throws -> RunResult {
@@ -110,7 +110,7 @@ func run(
 
 /// Runs `argv` and throws unless it exits 0.
 @discardableResult
-func check(
+public func check(
   _ argv: [String], cwd: String? = nil, env: [String: String] = [:], stdin: String? = nil,
   timeout: Duration = .seconds(120)
 ) throws -> RunResult {

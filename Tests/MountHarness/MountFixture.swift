@@ -10,15 +10,15 @@ import Testing
 ///
 /// The server never runs inside the test process: a FUSE server that touches its own mount
 /// from its own process can deadlock (see STYLE.md, gocryptfs and rclone).
-final class MountFixture {
+public final class MountFixture {
   /// Not /tmp: vim skips backups under /tmp, and the vim test wants the real save path.
-  static let testsRoot = "/var/tmp/docsync-tests"
+  public static let testsRoot = "/var/tmp/docsync-tests"
 
   /// `<testsRoot>/<pid>-<random>`: the pid tells a later run whether this folder is stale.
-  let base: String
-  let mountPoint: String
-  let state: String
-  let isPlain: Bool
+  public let base: String
+  public let mountPoint: String
+  public let state: String
+  public let isPlain: Bool
   private(set) var isMounted = false
 
   private init(plain: Bool) throws {
@@ -34,7 +34,7 @@ final class MountFixture {
   }
 
   /// Runs `body` with a mounted fixture and unmounts afterwards, also when `body` throws.
-  static func withMount<R>(
+  public static func withMount<R>(
     programs: [String] = [], _ body: (MountFixture) throws -> R
   ) throws -> R {
     try TestEnvironment.require(programs: programs)
@@ -45,18 +45,18 @@ final class MountFixture {
   }
 
   /// Runs `body` with the fixture's folders but nothing mounted: for tests of the command line.
-  static func withScratch<R>(_ body: (MountFixture) throws -> R) throws -> R {
+  public static func withScratch<R>(_ body: (MountFixture) throws -> R) throws -> R {
     let fixture = try MountFixture(plain: TestEnvironment.isPlain)
     defer { fixture.tearDown() }
     return try body(fixture)
   }
 
-  func path(_ relative: String) -> String { "\(mountPoint)/\(relative)" }
+  public func path(_ relative: String) -> String { "\(mountPoint)/\(relative)" }
 
   /// A folder beside the mount, on the same local file system, for plain copies to compare with.
-  func scratch(_ relative: String) -> String { "\(base)/\(relative)" }
+  public func scratch(_ relative: String) -> String { "\(base)/\(relative)" }
 
-  func mount() throws {
+  public func mount() throws {
     guard !isPlain else {
       isMounted = true
       return
@@ -65,7 +65,10 @@ final class MountFixture {
     let result = try run(
       // A hub of its own: the default hub is shared by every mount of the user, and tests must
       // not sync into each other.
-      [try Self.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", "\(base)/hub.sqlite"],
+      [
+        try Self.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub",
+        "\(base)/hub.sqlite",
+      ],
       timeout: .seconds(60))
     guard result.status == 0 else {
       throw RunError(description: "docsync mount failed: \(result)\n\(logTail())")
@@ -77,7 +80,7 @@ final class MountFixture {
   }
 
   /// `docsync unmount`; falls back to `fusermount3 -uz` so that no test leaves a mount behind.
-  func unmount() throws {
+  public func unmount() throws {
     guard isMounted else { return }
     isMounted = false
     guard !isPlain else { return }
@@ -98,18 +101,18 @@ final class MountFixture {
   }
 
   /// After the daemon went away on its own (SIGTERM): detach whatever it may have left.
-  func markUnmounted() {
+  public func markUnmounted() {
     if Self.mountedPoints().contains(mountPoint) { Self.forceUnmount(mountPoint) }
     isMounted = false
   }
 
-  func remount() throws {
+  public func remount() throws {
     try unmount()
     try mount()
   }
 
   /// The daemon's pid, as it wrote it in the state folder.
-  func daemonPID() throws -> pid_t {
+  public func daemonPID() throws -> pid_t {
     let text = try String(contentsOfFile: "\(state)/docsync.pid", encoding: .utf8)
     guard let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
       throw RunError(description: "docsync.pid holds \(text.debugDescription)")
@@ -118,7 +121,7 @@ final class MountFixture {
   }
 
   /// `kill -9` the daemon and detach its dead mount: what a power cut leaves, minus the kernel.
-  func crash() throws {
+  public func crash() throws {
     guard !isPlain else { return }
     let pid = try daemonPID()
     guard kill(pid, SIGKILL) == 0 else {
@@ -129,7 +132,7 @@ final class MountFixture {
     isMounted = false
   }
 
-  func logTail() -> String {
+  public func logTail() -> String {
     let log = (try? String(contentsOfFile: "\(state)/docsync.log", encoding: .utf8)) ?? ""
     return "docsync.log (tail):\n" + log.split(separator: "\n").suffix(30).joined(separator: "\n")
   }
@@ -149,7 +152,7 @@ final class MountFixture {
 
   /// `DOCSYNC_BIN`, or `docsync` beside the test executable (on Linux both live in the bin
   /// path of `swift build`).
-  static func docsyncBinary() throws -> String {
+  public static func docsyncBinary() throws -> String {
     if let path = TestEnvironment.variables["DOCSYNC_BIN"], !path.isEmpty {
       guard access(path, X_OK) == 0 else {
         throw RunError(description: "DOCSYNC_BIN=\(path) is not an executable")
@@ -173,7 +176,7 @@ final class MountFixture {
   // MARK: - Mounts
 
   /// FUSE mount points under `testsRoot`, from /proc/self/mountinfo.
-  static func mountedPoints() -> [String] {
+  public static func mountedPoints() -> [String] {
     guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else {
       return []
     }
@@ -189,7 +192,7 @@ final class MountFixture {
   }
 
   /// mountinfo writes space, tab, newline and backslash as `\ooo`.
-  static func unescapeMountInfo(_ field: String) -> String {
+  public static func unescapeMountInfo(_ field: String) -> String {
     var bytes: [UInt8] = []
     var utf8 = Array(field.utf8)[...]
     while let byte = utf8.popFirst() {
@@ -205,13 +208,13 @@ final class MountFixture {
     return String(decoding: bytes, as: UTF8.self)
   }
 
-  static func forceUnmount(_ point: String) {
+  public static func forceUnmount(_ point: String) {
     _ = try? run(["fusermount3", "-uz", point], timeout: .seconds(30))
   }
 
   /// Mounts and folders left by earlier runs whose test process is gone, cleaned once per
   /// process. Folders of a live process (another `swift test` at the same time) are left alone.
-  static let staleMountsCleaned: Void = {
+  public static let staleMountsCleaned: Void = {
     func isStale(_ name: Substring) -> Bool {
       guard let pid = pid_t(name.prefix { $0 != "-" }) else { return true }
       return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH

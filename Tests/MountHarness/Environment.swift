@@ -6,20 +6,20 @@ import Testing
 #endif
 
 /// How this test run was asked to behave, read once from the environment.
-enum TestEnvironment {
-  static let variables = ProcessInfo.processInfo.environment
+public enum TestEnvironment {
+  public static let variables = ProcessInfo.processInfo.environment
 
   /// Under CI a missing program or a missing /dev/fuse fails the test: a suite that passes by
   /// skipping everything would hide a broken machine.
-  static let isCI = variables["CI"] == "true"
+  public static let isCI = variables["CI"] == "true"
 
   /// `DOCSYNC_MOUNTTESTS_PLAIN=1` hands out plain folders instead of mounts, so that each
   /// test's expectations can be proven on a local file system before docsync mounts.
-  static let isPlain = variables["DOCSYNC_MOUNTTESTS_PLAIN"] == "1"
+  public static let isPlain = variables["DOCSYNC_MOUNTTESTS_PLAIN"] == "1"
 
-  static let fuseDevice = "/dev/fuse"
+  public static let fuseDevice = "/dev/fuse"
 
-  static func executable(_ name: String) -> String? {
+  public static func executable(_ name: String) -> String? {
     let path = variables["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
     for folder in path.split(separator: ":") {
       let candidate = "\(folder)/\(name)"
@@ -29,7 +29,7 @@ enum TestEnvironment {
   }
 
   /// What is missing for a test that runs `programs` (and mounts, unless in plain mode).
-  static func missing(programs: [String], fuse: Bool = true) -> [String] {
+  public static func missing(programs: [String], fuse: Bool = true) -> [String] {
     var missing = programs.filter { executable($0) == nil }
     if fuse && !isPlain {
       if access(fuseDevice, R_OK | W_OK) != 0 { missing.append(fuseDevice) }
@@ -40,7 +40,7 @@ enum TestEnvironment {
 
   /// Fails (by throwing) when something the test needs is missing. Locally the `.needs` trait
   /// has already skipped such a test; under CI the trait lets it run so that it fails here.
-  static func require(programs: [String], fuse: Bool = true) throws {
+  public static func require(programs: [String], fuse: Bool = true) throws {
     let absent = missing(programs: programs, fuse: fuse)
     guard absent.isEmpty else {
       throw RunError(description: "missing on this machine: \(absent.joined(separator: ", "))")
@@ -50,7 +50,7 @@ enum TestEnvironment {
 
 extension Trait where Self == ConditionTrait {
   /// Skips the test locally when a program it runs (or FUSE) is missing; never under CI.
-  static func needs(_ programs: String..., fuse: Bool = true) -> Self {
+  public static func needs(_ programs: String..., fuse: Bool = true) -> Self {
     .enabled("needs \(programs.joined(separator: ", ")) and FUSE") {
       TestEnvironment.isCI || TestEnvironment.missing(programs: programs, fuse: fuse).isEmpty
     }
@@ -58,7 +58,7 @@ extension Trait where Self == ConditionTrait {
 
   /// A test of docsync itself (its `.versions`, its daemon, its messages): nothing to prove
   /// against a plain folder.
-  static var docsyncOnly: Self {
+  public static var docsyncOnly: Self {
     .disabled("docsync-specific: not run in plain mode") { TestEnvironment.isPlain }
   }
 }

@@ -6,32 +6,38 @@ import Foundation
 
 /// What one path looks like through `lstat`, its content and its user xattrs: enough to tell
 /// whether a copy preserved what `cp -a`, `rsync -a` and a remount must preserve.
-struct TreeEntry: Equatable, CustomStringConvertible {
-  enum Kind: String { case file, directory, symlink, other }
-  var kind: Kind
-  var mode: UInt32
-  var size: Int64
-  var mtimeNanoseconds: Int64
-  var contentHash: UInt64
-  var linkTarget: String
-  var xattrs: [String: [UInt8]]
+public struct TreeEntry: Equatable, CustomStringConvertible {
+  public enum Kind: String { case file, directory, symlink, other }
+  public var kind: Kind
+  public var mode: UInt32
+  public var size: Int64
+  public var mtimeNanoseconds: Int64
+  public var contentHash: UInt64
+  public var linkTarget: String
+  public var xattrs: [String: [UInt8]]
 
-  var description: String {
+  public var description: String {
     "\(kind.rawValue) mode \(String(mode, radix: 8)) size \(size) mtime \(mtimeNanoseconds)"
       + " hash \(String(contentHash, radix: 16)) -> \(linkTarget) xattrs \(xattrs.keys.sorted())"
   }
 }
 
-struct TreeSnapshotOptions {
+public struct TreeSnapshotOptions {
   /// Directory mtimes change whenever a program adds an entry, and not every tool restores them.
-  var directoryMtimes = true
-  var mtimes = true
-  var xattrs = true
+  public var directoryMtimes = true
+  public var mtimes = true
+  public var xattrs = true
+
+  public init(directoryMtimes: Bool = true, mtimes: Bool = true, xattrs: Bool = true) {
+    self.directoryMtimes = directoryMtimes
+    self.mtimes = mtimes
+    self.xattrs = xattrs
+  }
 }
 
 /// Every path under `root` (relative, sorted), excluding the top folder itself and any
 /// top-level names in `excluding`.
-func snapshot(
+public func snapshot(
   _ root: String, options: TreeSnapshotOptions = .init(), excluding: Set<String> = [".versions"]
 ) throws -> [String: TreeEntry] {
   var entries: [String: TreeEntry] = [:]
@@ -49,7 +55,7 @@ func snapshot(
   return entries
 }
 
-func describe(_ path: String, options: TreeSnapshotOptions = .init()) throws -> TreeEntry {
+public func describe(_ path: String, options: TreeSnapshotOptions = .init()) throws -> TreeEntry {
   var info = stat()
   guard lstat(path, &info) == 0 else {
     throw RunError(description: "lstat \(path): \(String(cString: strerror(errno)))")
@@ -81,7 +87,8 @@ func describe(_ path: String, options: TreeSnapshotOptions = .init()) throws -> 
 }
 
 /// Human-readable differences between two snapshots; empty when they agree.
-func differences(_ expected: [String: TreeEntry], _ actual: [String: TreeEntry]) -> [String] {
+public func differences(_ expected: [String: TreeEntry], _ actual: [String: TreeEntry]) -> [String]
+{
   var lines: [String] = []
   for path in Set(expected.keys).union(actual.keys).sorted() {
     switch (expected[path], actual[path]) {
@@ -94,7 +101,7 @@ func differences(_ expected: [String: TreeEntry], _ actual: [String: TreeEntry])
   return lines
 }
 
-func fnv1a(_ data: Data) -> UInt64 {
+public func fnv1a(_ data: Data) -> UInt64 {
   var hash: UInt64 = 0xcbf2_9ce4_8422_2325
   for byte in data {
     hash ^= UInt64(byte)
@@ -128,7 +135,7 @@ nonisolated(unsafe) private let listxattr = libc("listxattr", as: ListXattr.self
 nonisolated(unsafe) private let getxattr = libc("getxattr", as: GetXattr.self)
 nonisolated(unsafe) private let setxattr = libc("setxattr", as: SetXattr.self)
 
-func userXattrs(_ path: String) throws -> [String: [UInt8]] {
+public func userXattrs(_ path: String) throws -> [String: [UInt8]] {
   let size = listxattr(path, nil, 0)
   guard size >= 0 else {
     if errno == ENOTSUP { return [:] }
@@ -148,7 +155,7 @@ func userXattrs(_ path: String) throws -> [String: [UInt8]] {
   return result
 }
 
-func getUserXattr(_ path: String, _ name: String) throws -> [UInt8] {
+public func getUserXattr(_ path: String, _ name: String) throws -> [UInt8] {
   let size = getxattr(path, name, nil, 0)
   guard size >= 0 else {
     throw RunError(description: "getxattr \(path) \(name): \(String(cString: strerror(errno)))")
@@ -161,7 +168,7 @@ func getUserXattr(_ path: String, _ name: String) throws -> [UInt8] {
   return Array(value.prefix(got))
 }
 
-func setUserXattr(_ path: String, _ name: String, _ value: String) throws {
+public func setUserXattr(_ path: String, _ name: String, _ value: String) throws {
   let bytes = Array(value.utf8)
   guard setxattr(path, name, bytes, bytes.count, 0) == 0 else {
     throw RunError(description: "setxattr \(path) \(name): \(String(cString: strerror(errno)))")
@@ -170,7 +177,7 @@ func setUserXattr(_ path: String, _ name: String, _ value: String) throws {
 
 // MARK: - Making trees
 
-func write(_ path: String, _ text: String, mode: mode_t = 0o644) throws {
+public func write(_ path: String, _ text: String, mode: mode_t = 0o644) throws {
   try FileManager.default.createDirectory(
     atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
   try Data(text.utf8).write(to: URL(fileURLWithPath: path))
@@ -179,12 +186,12 @@ func write(_ path: String, _ text: String, mode: mode_t = 0o644) throws {
   }
 }
 
-func read(_ path: String) throws -> String {
+public func read(_ path: String) throws -> String {
   try String(contentsOfFile: path, encoding: .utf8)
 }
 
 /// Sets atime and mtime to `seconds` + `nanoseconds`, without following symlinks.
-func setMtime(_ path: String, seconds: Int, nanoseconds: Int) throws {
+public func setMtime(_ path: String, seconds: Int, nanoseconds: Int) throws {
   let time = timespec(tv_sec: seconds, tv_nsec: nanoseconds)
   let times = [time, time]
   guard utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -192,7 +199,7 @@ func setMtime(_ path: String, seconds: Int, nanoseconds: Int) throws {
   }
 }
 
-func makeSymlink(_ path: String, to target: String) throws {
+public func makeSymlink(_ path: String, to target: String) throws {
   guard symlink(target, path) == 0 else {
     throw RunError(description: "symlink \(path): \(String(cString: strerror(errno)))")
   }
@@ -200,7 +207,7 @@ func makeSymlink(_ path: String, to target: String) throws {
 
 /// A small tree with what copies must preserve: odd modes, nanosecond mtimes, relative,
 /// absolute-looking and dangling symlinks, user xattrs, an empty file and an empty folder.
-func makeRichTree(at root: String) throws {
+public func makeRichTree(at root: String) throws {
   try write("\(root)/readme.md", "# hello\n")
   try write("\(root)/bin/run.sh", "#!/bin/sh\necho hi\n", mode: 0o755)
   try write("\(root)/private/secret.txt", "s3cret\n", mode: 0o600)
@@ -225,7 +232,7 @@ func makeRichTree(at root: String) throws {
 }
 
 /// `count` small files across folders (at most 100 a folder), each with distinct content.
-func makeManyFiles(at root: String, count: Int) throws {
+public func makeManyFiles(at root: String, count: Int) throws {
   for index in 0..<count {
     let folder = "\(root)/d\(index / 100)/e\(index % 7)"
     let body = String(repeating: "file \(index) line\n", count: 1 + index % 40)
