@@ -1,0 +1,145 @@
+import Crypto
+
+/// Append-only storage that devices sync through: opaque version records and content blobs.
+///
+/// A hub never decides a conflict. It stores what devices give it, refuses what fails an integrity
+/// check, and hands every device the same records in the same order. Blobs are addressed by the
+/// SHA-256 of their bytes (see ``HubHash``); records by an id their producer derives, which the
+/// hub treats as opaque.
+public protocol Hub: Sendable {
+  /// Stores the blob read from `fileDescriptor` under `hash`, unless the hub already has it.
+  ///
+  /// Reads the whole file from offset 0 with `pread`, in bounded chunks, whatever the descriptor's
+  /// offset (which is left alone). Throws ``HubError/integrity(_:)`` and stores nothing when the
+  /// bytes' SHA-256 is not `hash`.
+  func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError)
+
+  /// Whether a complete blob with this hash is stored.
+  func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool
+
+  /// Writes the blob `hash` into `fileDescriptor` from offset 0, in bounded chunks, and truncates
+  /// the file to the blob's size.
+  ///
+  /// Throws ``HubError/missingBlob(_:)`` when the hub does not have it, and
+  /// ``HubError/integrity(_:)`` when the bytes that arrived do not hash to `hash`; the file then
+  /// holds garbage and the caller discards it.
+  func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError)
+
+  /// Appends records, all or none.
+  ///
+  /// A record whose id the hub already has is skipped, so a retried upload is harmless. A record
+  /// naming a blob the hub does not have is refused with ``HubError/missingBlob(_:)``: blobs go up
+  /// before the records that name them, and the hub enforces it.
+  func append(_ records: [HubRecord]) async throws(HubError)
+
+  /// Up to `limit` records after `cursor`, in hub order, and the cursor to continue from.
+  ///
+  /// Paging from ``HubCursor/start`` sees every record exactly once, including records whose
+  /// transaction commits after a later-started one.
+  func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage
+
+  /// Returns true as soon as records after `cursor` exist, or false once `timeout` has passed (or
+  /// the task is cancelled) without any.
+  func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError) -> Bool
+}
+
+/// One opaque version record as a hub stores it.
+public struct HubRecord: Sendable, Hashable, Codable {
+  /// Identity of the record, unique in a hub; appending a known id again is a no-op.
+  public var id: [UInt8]
+  /// The encoded record; the hub never looks inside.
+  public var payload: [UInt8]
+  /// Hashes of the blobs the record names; each must be in the hub before the record.
+  public var blobs: [[UInt8]]
+
+  public init(id: [UInt8], payload: [UInt8], blobs: [[UInt8]] = []) {
+    self.id = id
+    self.payload = payload
+    self.blobs = blobs
+  }
+}
+
+/// A position in a hub's sequence of records, opaque to everyone but the hub that made it.
+///
+/// Its ``serialized`` form is stable, so a sync engine can persist it and resume later.
+public struct HubCursor: Sendable, Hashable, Codable, CustomStringConvertible {
+  /// The stable text form; hubs give it meaning, callers only store it.
+  public let serialized: String
+
+  public init(serialized: String) {
+    self.serialized = serialized
+  }
+
+  /// Before the first record of any hub.
+  public static let start = HubCursor(serialized: "")
+
+  public var description: String { serialized.isEmpty ? "start" : serialized }
+
+  // A single string rather than a keyed object, so that persisted cursors stay short and readable.
+  public init(from decoder: any Decoder) throws {
+    serialized = try decoder.singleValueContainer().decode(String.self)
+  }
+
+  public func encode(to encoder: any Encoder) throws {
+    var container = encoder.singleValueContainer()
+    try container.encode(serialized)
+  }
+}
+
+/// One page of records and the cursor that follows it.
+public struct HubPage: Sendable, Hashable {
+  /// Records in hub order.
+  public var records: [HubRecord]
+  /// Where the next page starts; equal to the cursor asked for when the page is empty.
+  public var cursor: HubCursor
+
+  public init(records: [HubRecord], cursor: HubCursor) {
+    self.records = records
+    self.cursor = cursor
+  }
+}
+
+/// Why a hub operation failed.
+public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
+  /// The hub cannot be reached now; retrying later may work.
+  case unreachable(String)
+  /// Bytes did not match their hash, or a stored record contradicts a new one.
+  case integrity(String)
+  /// A blob that was asked for, or that a record names, is not in the hub.
+  case missingBlob([UInt8])
+  /// The hub location cannot be used: not a database, a folder, an unknown kind.
+  case invalidLocation(String)
+  /// Anything else.
+  case failed(String)
+
+  public var description: String {
+    switch self {
+    case .unreachable(let reason): "hub unreachable: \(reason)"
+    case .integrity(let reason): "integrity check failed: \(reason)"
+    case .missingBlob(let hash): "the hub has no blob \(hexString(hash))"
+    case .invalidLocation(let reason): "invalid hub location: \(reason)"
+    case .failed(let reason): "hub operation failed: \(reason)"
+    }
+  }
+}
+
+/// The hash by which hubs address blobs: SHA-256 of the bytes.
+public enum HubHash {
+  /// The SHA-256 of `bytes`, as the `hash` argument of ``Hub/putBlob(hash:from:)`` expects it.
+  public static func sha256(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    var hasher = SHA256()
+    hasher.update(data: Array(bytes))
+    return Array(hasher.finalize())
+  }
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+  let digits = Array("0123456789abcdef")
+  var text = ""
+  text.reserveCapacity(bytes.count * 2)
+  for byte in bytes {
+    text.append(digits[Int(byte >> 4)])
+    text.append(digits[Int(byte & 0x0f)])
+  }
+  return text
+}

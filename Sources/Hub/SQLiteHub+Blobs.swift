@@ -1,0 +1,143 @@
+import Crypto
+import Foundation
+import GRDB
+
+extension SQLiteHub {
+  public func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {
+    if try await hasBlob(hash: hash) { return }
+    let started = Date().timeIntervalSince1970
+    let upload = try await write { db in
+      try db.execute(
+        sql: "INSERT INTO uploads (hash, started) VALUES (?, ?)",
+        arguments: [Data(hash), started])
+      return db.lastInsertedRowID
+    }
+    do throws(HubError) {
+      var hasher = SHA256()
+      var offset: Int64 = 0
+      var index = 0
+      while true {
+        let chunk = try readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        if chunk.isEmpty { break }
+        hasher.update(data: chunk)
+        let data = Data(chunk)
+        let chunkIndex = index
+        try await write { db in
+          try db.execute(
+            sql: #"INSERT INTO chunks (upload, "index", data) VALUES (?, ?, ?)"#,
+            arguments: [upload, chunkIndex, data])
+        }
+        offset += Int64(chunk.count)
+        index += 1
+      }
+      let digest = Array(hasher.finalize())
+      guard digest == hash else {
+        throw HubError.integrity(
+          "the file's SHA-256 is \(hexString(digest)), not the \(hexString(hash)) it was put under")
+      }
+      let size = offset
+      try await write { db in
+        try db.execute(
+          sql: "INSERT OR IGNORE INTO blobs (hash, size, upload) VALUES (?, ?, ?)",
+          arguments: [Data(hash), size, upload])
+        if db.changesCount == 0 {
+          // Another process completed the same blob first; its copy is as good as ours.
+          try Self.discard(upload: upload, db)
+        }
+      }
+    } catch {
+      try? await write { db in try Self.discard(upload: upload, db) }
+      throw error
+    }
+  }
+
+  public func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool {
+    try await read { db in
+      try Bool.fetchOne(
+        db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?)", arguments: [Data(hash)])
+        ?? false
+    }
+  }
+
+  public func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError) {
+    let stored = try await read { db -> (size: Int64, upload: Int64)? in
+      guard
+        let row = try Row.fetchOne(
+          db, sql: "SELECT size, upload FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+      else { return nil }
+      return (row["size"], row["upload"])
+    }
+    guard let stored else { throw .missingBlob(hash) }
+    var hasher = SHA256()
+    var offset: Int64 = 0
+    var index = 0
+    // A stored blob is immutable, so reading it chunk by chunk in separate transactions is safe
+    // and keeps one chunk in memory at a time.
+    while true {
+      let chunkIndex = index
+      let chunk = try await read { db in
+        try Data.fetchOne(
+          db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
+          arguments: [stored.upload, chunkIndex])
+      }
+      guard let chunk else { break }
+      hasher.update(data: chunk)
+      try writeAll(fileDescriptor, chunk, at: offset)
+      offset += Int64(chunk.count)
+      index += 1
+    }
+    if ftruncate(fileDescriptor, off_t(offset)) != 0 {
+      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(errnoText())")
+    }
+    guard offset == stored.size else {
+      throw .integrity(
+        "blob \(hexString(hash)) arrived with \(offset) bytes instead of \(stored.size)")
+    }
+    let digest = Array(hasher.finalize())
+    guard digest == hash else {
+      throw .integrity("blob \(hexString(hash)) arrived with SHA-256 \(hexString(digest))")
+    }
+  }
+
+  static func discard(upload: Int64, _ db: Database) throws {
+    try db.execute(sql: "DELETE FROM chunks WHERE upload = ?", arguments: [upload])
+    try db.execute(sql: "DELETE FROM uploads WHERE id = ?", arguments: [upload])
+  }
+}
+
+/// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
+private func readChunk(_ fd: Int32, at offset: Int64, count: Int) throws(HubError) -> [UInt8] {
+  var buffer = [UInt8](repeating: 0, count: count)
+  var filled = 0
+  while filled < count {
+    let got = buffer.withUnsafeMutableBytes { bytes in
+      pread(fd, bytes.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+    }
+    if got < 0 {
+      if errno == EINTR { continue }
+      throw .failed("cannot read the blob's file: \(errnoText())")
+    }
+    if got == 0 { break }
+    filled += got
+  }
+  buffer.removeLast(count - filled)
+  return buffer
+}
+
+private func writeAll(_ fd: Int32, _ data: Data, at offset: Int64) throws(HubError) {
+  var written = 0
+  while written < data.count {
+    let put = data.withUnsafeBytes { bytes in
+      pwrite(fd, bytes.baseAddress! + written, data.count - written, off_t(offset) + off_t(written))
+    }
+    if put < 0 {
+      if errno == EINTR { continue }
+      throw .failed("cannot write the blob's file: \(errnoText())")
+    }
+    written += put
+  }
+}
+
+func errnoText() -> String {
+  String(cString: strerror(errno))
+}

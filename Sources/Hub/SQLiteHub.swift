@@ -1,0 +1,231 @@
+import Foundation
+import GRDB
+
+/// The embedded hub: one SQLite file that every mount of one user on one machine shares.
+///
+/// Several processes may open the same file: the database is in WAL mode, so readers never wait
+/// for the writer, and writers wait for each other up to ``busyTimeout`` instead of failing.
+/// Blobs are stored in chunks in the same file, so large files stream both ways in bounded memory.
+public final class SQLiteHub: Hub {
+  /// The database file.
+  public let path: String
+
+  let pool: DatabasePool
+
+  /// Bytes per stored chunk, and the most a blob transfer holds in memory at once.
+  static let chunkSize = 1 << 20
+
+  /// How often ``waitForChanges(after:timeout:)`` looks for other processes' writes.
+  static let pollInterval = Duration.milliseconds(20)
+
+  /// How long a writer waits for another process's write transaction before giving up.
+  ///
+  /// Write transactions are short (one batch of records, or one chunk of a blob), so a wait this
+  /// long means something is stuck rather than busy.
+  static let busyTimeout: TimeInterval = 30
+
+  /// Marks the file as a docsync hub in the SQLite header (`PRAGMA application_id`), so that a
+  /// hub location pointing at some other application's database is refused, not migrated.
+  static let applicationID: Int32 = 0x6473_6862  // "dshb"
+
+  /// Opens the hub at `path`, creating the file and its parent folders when missing.
+  ///
+  /// Throws ``HubError/invalidLocation(_:)`` when the path is a folder, cannot be created or
+  /// opened, is not a SQLite database, or is some other application's database.
+  public init(path: String) throws(HubError) {
+    let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+    self.path = absolute
+    let files = FileManager.default
+    var isFolder: ObjCBool = false
+    if files.fileExists(atPath: absolute, isDirectory: &isFolder) {
+      if isFolder.boolValue {
+        throw .invalidLocation("\(absolute) is a folder, not a hub database file")
+      }
+      if access(absolute, R_OK | W_OK) != 0 {
+        throw .invalidLocation(
+          "\(absolute) cannot be read and written: \(String(cString: strerror(errno)))")
+      }
+    } else {
+      let parent = (absolute as NSString).deletingLastPathComponent
+      do {
+        try files.createDirectory(atPath: parent, withIntermediateDirectories: true)
+      } catch {
+        throw .invalidLocation("cannot create the folder \(parent) for the hub: \(error)")
+      }
+    }
+
+    var configuration = Configuration()
+    configuration.label = "docsync.hub"
+    configuration.busyMode = .timeout(Self.busyTimeout)
+    do {
+      pool = try DatabasePool(path: absolute, configuration: configuration)
+      try Self.checkApplication(pool, path: absolute)
+      try Self.migrate(pool)
+      try Self.discardAbandonedUploads(pool)
+    } catch let error as HubError {
+      throw error
+    } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
+      throw .invalidLocation("\(absolute) is not a SQLite database")
+    } catch {
+      throw .invalidLocation("cannot open \(absolute) as a hub: \(error)")
+    }
+  }
+
+  /// Where a user's hub lives when none is named: `$XDG_DATA_HOME/docsync/hub.sqlite`, by default
+  /// `~/.local/share/docsync/hub.sqlite`, so that every mount of one user shares it.
+  public static func defaultLocation() -> String {
+    let environment = ProcessInfo.processInfo.environment
+    // The XDG base directory specification says a relative value is invalid and must be ignored.
+    let dataHome: String
+    if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+      dataHome = xdg
+    } else {
+      let home =
+        environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? FileManager.default.homeDirectoryForCurrentUser.path
+      dataHome = home + "/.local/share"
+    }
+    return dataHome + "/docsync/hub.sqlite"
+  }
+
+  private static func checkApplication(_ pool: DatabasePool, path: String) throws {
+    try pool.read { db in
+      let id = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+      // A racing process may have created GRDB's bookkeeping table before its first migration
+      // committed: that file is still ours.
+      let others =
+        try Int.fetchOne(
+          db,
+          sql: """
+            SELECT count(*) FROM sqlite_master
+            WHERE name NOT LIKE 'sqlite_%' AND name != 'grdb_migrations'
+            """) ?? 0
+      if id != applicationID && others > 0 {
+        throw HubError.invalidLocation("\(path) is a SQLite database, but not a docsync hub")
+      }
+    }
+  }
+
+  static var migrator: DatabaseMigrator {
+    var migrator = DatabaseMigrator()
+    // Released steps are never edited: a change is a new step.
+    migrator.registerMigration("v1 records and chunked blobs") { db in
+      try db.execute(
+        sql: """
+          PRAGMA application_id = \(applicationID);
+
+          -- seq is the hub order and the cursor. AUTOINCREMENT so that a seq is never reused.
+          CREATE TABLE records (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id BLOB NOT NULL UNIQUE,
+            payload BLOB NOT NULL
+          );
+          CREATE TABLE record_blobs (
+            seq INTEGER NOT NULL REFERENCES records(seq),
+            position INTEGER NOT NULL,
+            hash BLOB NOT NULL,
+            PRIMARY KEY (seq, position)
+          ) WITHOUT ROWID;
+
+          -- A blob is written in chunks, each in its own short transaction so that a large
+          -- upload does not hold the write lock; the chunks belong to an upload until the final
+          -- transaction names that upload in blobs. Two processes putting the same blob at once
+          -- each write their own upload, and the loser's chunks are dropped.
+          CREATE TABLE uploads (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            hash BLOB NOT NULL,
+            started REAL NOT NULL
+          );
+          CREATE TABLE blobs (
+            hash BLOB PRIMARY KEY,
+            size INTEGER NOT NULL,
+            upload INTEGER NOT NULL REFERENCES uploads(id)
+          ) WITHOUT ROWID;
+          CREATE TABLE chunks (
+            upload INTEGER NOT NULL REFERENCES uploads(id),
+            "index" INTEGER NOT NULL,
+            data BLOB NOT NULL,
+            PRIMARY KEY (upload, "index")
+          );
+          """)
+    }
+    return migrator
+  }
+
+  /// Runs the migrations, tolerating another process that runs them at the same moment.
+  ///
+  /// GRDB reads the applied steps before it opens the step's transaction, so two processes that
+  /// open a new hub together can both try the first step; the loser's `CREATE TABLE` fails and
+  /// rolls back. Once the winner has committed, the steps are complete and there is nothing to do.
+  private static func migrate(_ pool: DatabasePool) throws {
+    let migrator = Self.migrator
+    var attempt = 0
+    while true {
+      do {
+        try migrator.migrate(pool)
+        return
+      } catch {
+        attempt += 1
+        if try pool.read(migrator.hasCompletedMigrations) { return }
+        if attempt >= 3 { throw error }
+      }
+    }
+  }
+
+  /// Drops the chunks of uploads that never completed, from a process that crashed or was killed
+  /// mid-upload. A day is far longer than any upload still in progress in another process.
+  private static func discardAbandonedUploads(_ pool: DatabasePool) throws {
+    let cutoff = Date().timeIntervalSince1970 - 86_400
+    try pool.write { db in
+      let abandoned = """
+        SELECT id FROM uploads
+        WHERE started < ? AND id NOT IN (SELECT upload FROM blobs)
+        """
+      try db.execute(
+        sql: "DELETE FROM chunks WHERE upload IN (\(abandoned))", arguments: [cutoff])
+      try db.execute(sql: "DELETE FROM uploads WHERE id IN (\(abandoned))", arguments: [cutoff])
+    }
+  }
+
+  func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(HubError)
+    -> T
+  {
+    do {
+      return try await pool.read(body)
+    } catch {
+      throw HubError(database: error)
+    }
+  }
+
+  func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(HubError)
+    -> T
+  {
+    do {
+      return try await pool.write(body)
+    } catch {
+      throw HubError(database: error)
+    }
+  }
+}
+
+extension HubError {
+  /// Sorts a GRDB or SQLite failure into what a caller can do about it.
+  init(database error: any Error) {
+    if let error = error as? HubError {
+      self = error
+      return
+    }
+    guard let error = error as? DatabaseError else {
+      self = .failed("\(error)")
+      return
+    }
+    switch error.resultCode {
+    case .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_CANTOPEN, .SQLITE_IOERR:
+      self = .unreachable("the hub database is unavailable: \(error.message ?? "\(error)")")
+    case .SQLITE_CORRUPT, .SQLITE_NOTADB:
+      self = .integrity("the hub database is damaged: \(error.message ?? "\(error)")")
+    default:
+      self = .failed("\(error)")
+    }
+  }
+}

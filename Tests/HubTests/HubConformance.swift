@@ -1,0 +1,302 @@
+import Foundation
+import Hub
+import Testing
+
+/// What a conformance check gets: the hub under test and the few things only its kind can do.
+struct HubFixture: Sendable {
+  /// A fresh, empty hub.
+  let hub: any Hub
+  /// A second, independent handle on the same hub, as another process or device would have.
+  let openAnother: @Sendable () throws -> any Hub
+  /// Damages the stored bytes of a blob behind the hub's back, as a failing disk would.
+  let corruptBlob: @Sendable (_ hash: [UInt8]) async throws -> Void
+}
+
+/// One suite of checks over any hub, so that every kind of hub is held to the same rules.
+enum HubConformance {
+  typealias Check = @Sendable (HubFixture) async throws -> Void
+
+  static let checks: [(name: String, run: Check)] = [
+    ("idempotent appends", idempotentAppends),
+    ("a known id with another payload is refused", conflictingPayloadRefused),
+    ("blobs before the records that name them", blobsBeforeRecords),
+    ("a refused batch appends nothing", refusedBatchAppendsNothing),
+    ("paging with small limits sees each record once, in order", pagingSeesEachRecordOnce),
+    ("a persisted cursor resumes", persistedCursorResumes),
+    ("a write through another handle wakes waitForChanges", notificationLatency),
+    ("waitForChanges times out when nothing changes", waitTimesOut),
+    ("a multi-chunk blob round-trips", multiChunkBlobRoundTrip),
+    ("an empty blob round-trips", emptyBlobRoundTrip),
+    ("a blob that does not match its hash is refused", corruptPutRefused),
+    ("a blob damaged in storage is detected on fetch", corruptFetchDetected),
+    ("a missing blob is reported", missingBlobReported),
+  ]
+
+  static func idempotentAppends(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let blob = try await putBlob(hub, Array("hello".utf8))
+    let record = makeRecord("a", blobs: [blob])
+    try await hub.append([record])
+    try await hub.append([record])
+    try await hub.append([record, record])
+    try await fixture.openAnother().append([record])
+    let all = try await allRecords(hub)
+    #expect(all == [record])
+  }
+
+  static func conflictingPayloadRefused(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let record = makeRecord("a")
+    try await hub.append([record])
+    var forged = record
+    forged.payload = Array("something else".utf8)
+    await #expect(throws: HubError.self) { try await hub.append([forged]) }
+    #expect(try await allRecords(hub) == [record])
+  }
+
+  static func blobsBeforeRecords(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = Array("the content".utf8)
+    let hash = HubHash.sha256(content)
+    let record = makeRecord("a", blobs: [hash])
+    await #expect(throws: HubError.missingBlob(hash)) { try await hub.append([record]) }
+    #expect(try await allRecords(hub).isEmpty)
+    _ = try await putBlob(hub, content)
+    try await hub.append([record])
+    #expect(try await allRecords(hub) == [record])
+  }
+
+  static func refusedBatchAppendsNothing(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let present = try await putBlob(hub, Array("present".utf8))
+    let absent = HubHash.sha256(Array("absent".utf8))
+    let batch = [makeRecord("a", blobs: [present]), makeRecord("b", blobs: [present, absent])]
+    await #expect(throws: HubError.missingBlob(absent)) { try await hub.append(batch) }
+    #expect(try await allRecords(hub).isEmpty)
+  }
+
+  static func pagingSeesEachRecordOnce(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let shared = try await putBlob(hub, Array("shared".utf8))
+    var appended: [HubRecord] = []
+    for batch in 0..<6 {
+      let records = (0..<batch).map {
+        makeRecord("r\(batch).\($0)", blobs: $0 % 2 == 0 ? [shared] : [])
+      }
+      try await hub.append(records)
+      appended += records
+    }
+    for limit in [1, 2, 3, 7, 100] {
+      var cursor = HubCursor.start
+      var seen: [HubRecord] = []
+      while true {
+        let page = try await hub.records(after: cursor, limit: limit)
+        #expect(page.records.count <= limit)
+        if page.records.isEmpty {
+          #expect(page.cursor == cursor)
+          break
+        }
+        seen += page.records
+        cursor = page.cursor
+      }
+      #expect(seen == appended, "limit \(limit)")
+    }
+  }
+
+  static func persistedCursorResumes(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let first = (0..<5).map { makeRecord("first \($0)") }
+    try await hub.append(first)
+    let page = try await hub.records(after: .start, limit: 3)
+    #expect(page.records == Array(first.prefix(3)))
+
+    // Persist both stable forms, as a sync engine would, and resume on another handle.
+    let json = try JSONEncoder().encode(page.cursor)
+    let text = page.cursor.serialized
+    let later = (0..<4).map { makeRecord("later \($0)") }
+    try await hub.append(later)
+    let other = try fixture.openAnother()
+    let fromJSON = try JSONDecoder().decode(HubCursor.self, from: json)
+    #expect(fromJSON == page.cursor)
+    let rest = try await allRecords(other, after: fromJSON)
+    #expect(rest == Array(first.dropFirst(3)) + later)
+    #expect(try await allRecords(other, after: HubCursor(serialized: text)) == rest)
+  }
+
+  static func notificationLatency(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let writer = try fixture.openAnother()
+    var latencies: [Duration] = []
+    for round in 0..<8 {
+      let cursor = try await endCursor(hub)
+      let clock = ContinuousClock()
+      let waiter = Task { () async throws -> (Bool, ContinuousClock.Instant) in
+        let changed = try await hub.waitForChanges(after: cursor, timeout: .seconds(10))
+        return (changed, clock.now)
+      }
+      // Vary the moment within the polling period.
+      try await Task.sleep(for: .milliseconds(60 + 7 * round))
+      try await writer.append([makeRecord("wake \(round)")])
+      let written = clock.now
+      let (changed, woke) = try await waiter.value
+      #expect(changed)
+      latencies.append(max(.zero, written.duration(to: woke)))
+    }
+    latencies.sort()
+    let median = latencies[latencies.count / 2]
+    let worst = latencies.last!
+    print("hub notification latency over \(latencies.count) writes: median \(median), max \(worst)")
+    // Generous: a notification is meant to take tens of milliseconds, but a loaded machine
+    // must not fail the suite.
+    #expect(worst < .seconds(2))
+  }
+
+  static func waitTimesOut(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    try await hub.append([makeRecord("a")])
+    let cursor = try await endCursor(hub)
+    let clock = ContinuousClock()
+    let started = clock.now
+    #expect(try await !hub.waitForChanges(after: cursor, timeout: .milliseconds(150)))
+    #expect(started.duration(to: clock.now) >= .milliseconds(150))
+    #expect(try await hub.waitForChanges(after: .start, timeout: .seconds(5)))
+  }
+
+  static func multiChunkBlobRoundTrip(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = pseudoRandomBytes(count: 5 << 20 + 3, seed: 7)
+    let hash = try await putBlob(hub, content)
+    #expect(try await hub.hasBlob(hash: hash))
+    _ = try await putBlob(hub, content)  // idempotent
+    #expect(try await fixture.openAnother().hasBlob(hash: hash))
+    let fetched = try await fetchBlob(hub, hash)
+    #expect(fetched.count == content.count)
+    #expect(fetched == content)
+  }
+
+  static func emptyBlobRoundTrip(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let hash = try await putBlob(hub, [])
+    #expect(try await hub.hasBlob(hash: hash))
+    #expect(try await fetchBlob(hub, hash, prefill: Array("stale".utf8)) == [])
+  }
+
+  static func corruptPutRefused(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = pseudoRandomBytes(count: 3 << 20, seed: 1)
+    var claimed = HubHash.sha256(content)
+    claimed[0] ^= 0xff
+    let file = try TemporaryFile(content)
+    await #expect {
+      try await hub.putBlob(hash: claimed, from: file.descriptor)
+    } throws: { error in
+      guard case .integrity = error as? HubError else { return false }
+      return true
+    }
+    #expect(try await !hub.hasBlob(hash: claimed))
+    #expect(try await !hub.hasBlob(hash: HubHash.sha256(content)))
+    await #expect(throws: HubError.missingBlob(claimed)) {
+      try await hub.append([makeRecord("a", blobs: [claimed])])
+    }
+  }
+
+  static func corruptFetchDetected(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = pseudoRandomBytes(count: 2 << 20 + 100, seed: 3)
+    let hash = try await putBlob(hub, content)
+    try await fixture.corruptBlob(hash)
+    await #expect {
+      _ = try await fetchBlob(hub, hash)
+    } throws: { error in
+      guard case .integrity = error as? HubError else { return false }
+      return true
+    }
+  }
+
+  static func missingBlobReported(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let hash = HubHash.sha256(Array("never put".utf8))
+    #expect(try await !hub.hasBlob(hash: hash))
+    await #expect(throws: HubError.missingBlob(hash)) { _ = try await fetchBlob(hub, hash) }
+  }
+}
+
+// MARK: - Helpers shared by the checks
+
+func makeRecord(_ name: String, blobs: [[UInt8]] = []) -> HubRecord {
+  HubRecord(
+    id: HubHash.sha256(Array("record \(name)".utf8)), payload: Array("payload of \(name)".utf8),
+    blobs: blobs)
+}
+
+@discardableResult
+func putBlob(_ hub: any Hub, _ content: [UInt8]) async throws -> [UInt8] {
+  let file = try TemporaryFile(content)
+  let hash = HubHash.sha256(content)
+  try await hub.putBlob(hash: hash, from: file.descriptor)
+  return hash
+}
+
+func fetchBlob(_ hub: any Hub, _ hash: [UInt8], prefill: [UInt8] = []) async throws -> [UInt8] {
+  let file = try TemporaryFile(prefill)
+  try await hub.fetchBlob(hash: hash, to: file.descriptor)
+  return try file.contents()
+}
+
+func allRecords(_ hub: any Hub, after start: HubCursor = .start) async throws -> [HubRecord] {
+  var cursor = start
+  var all: [HubRecord] = []
+  while true {
+    let page = try await hub.records(after: cursor, limit: 50)
+    if page.records.isEmpty { return all }
+    all += page.records
+    cursor = page.cursor
+  }
+}
+
+func endCursor(_ hub: any Hub) async throws -> HubCursor {
+  var cursor = HubCursor.start
+  while true {
+    let page = try await hub.records(after: cursor, limit: 100)
+    if page.records.isEmpty { return cursor }
+    cursor = page.cursor
+  }
+}
+
+/// Deterministic bytes that do not compress or repeat, so a misplaced chunk cannot go unnoticed.
+func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
+  var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
+  var bytes = [UInt8](repeating: 0, count: count)
+  for index in bytes.indices {
+    state ^= state << 13
+    state ^= state >> 7
+    state ^= state << 17
+    bytes[index] = UInt8(truncatingIfNeeded: state)
+  }
+  return bytes
+}
+
+/// An unlinked scratch file with a descriptor, closed when the value goes away.
+final class TemporaryFile {
+  let descriptor: Int32
+
+  init(_ content: [UInt8]) throws {
+    let path = NSTemporaryDirectory() + "/hubtests-\(UUID().uuidString)"
+    descriptor = open(path, O_RDWR | O_CREAT | O_EXCL, 0o600)
+    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    unlink(path)
+    let written = content.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+    guard written == content.count else { throw POSIXError(.EIO) }
+  }
+
+  func contents() throws -> [UInt8] {
+    var info = stat()
+    guard fstat(descriptor, &info) == 0 else { throw POSIXError(.EIO) }
+    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+    let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+    guard read == bytes.count else { throw POSIXError(.EIO) }
+    return bytes
+  }
+
+  deinit { close(descriptor) }
+}

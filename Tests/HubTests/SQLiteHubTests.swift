@@ -1,0 +1,154 @@
+import Foundation
+import GRDB
+import Hub
+import Testing
+
+/// A fresh hub file in its own folder under /var/tmp, removed afterwards.
+///
+/// /var/tmp rather than /tmp: /tmp may be a tmpfs, and the hub is meant for a real disk, where
+/// WAL and locking behave as they will for users.
+struct ScratchFolder: ~Copyable {
+  let path: String
+
+  init() throws {
+    path = "/var/tmp/docsync-hubtests-\(UUID().uuidString)"
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+  }
+
+  deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+func sqliteFixture(hubPath: String) throws -> HubFixture {
+  HubFixture(
+    hub: try SQLiteHub(path: hubPath),
+    openAnother: { try SQLiteHub(path: hubPath) },
+    corruptBlob: { hash in
+      // Raw SQL from outside the hub, as a damaged disk or a meddling tool would: flip the
+      // first byte of the blob's first chunk.
+      let queue = try DatabaseQueue(path: hubPath)
+      try await queue.write { db in
+        let upload = try Int64.fetchOne(
+          db, sql: "SELECT upload FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+        var data = try #require(
+          try Data.fetchOne(
+            db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = 0"#,
+            arguments: [upload]))
+        data[data.startIndex] ^= 0xff
+        try db.execute(
+          sql: #"UPDATE chunks SET data = ? WHERE upload = ? AND "index" = 0"#,
+          arguments: [data, upload])
+      }
+    })
+}
+
+@Suite("SQLiteHub conformance")
+struct SQLiteHubConformanceTests {
+  @Test(arguments: HubConformance.checks.map(\.name))
+  func check(_ name: String) async throws {
+    let folder = try ScratchFolder()
+    let fixture = try sqliteFixture(hubPath: folder.path + "/hub.sqlite")
+    let check = try #require(HubConformance.checks.first { $0.name == name })
+    try await check.run(fixture)
+  }
+}
+
+@Suite("Hub locations")
+struct HubLocationTests {
+  @Test func aFilePathOpensTheSQLiteHubCreatingItsFolders() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/deeper/still/hub.sqlite"
+    let hub = try openHub(location: path)
+    #expect(hub is SQLiteHub)
+    #expect(FileManager.default.fileExists(atPath: path))
+    try await hub.append([makeRecord("a")])
+    #expect(try await allRecords(openHub(location: path)) == [makeRecord("a")])
+  }
+
+  @Test func aFolderIsRefused() throws {
+    let folder = try ScratchFolder()
+    expectInvalidLocation(folder.path, mentioning: "is a folder")
+  }
+
+  @Test func aFileThatIsNotADatabaseIsRefused() throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/notes.txt"
+    try Data(String(repeating: "not a database\n", count: 300).utf8).write(
+      to: URL(fileURLWithPath: path))
+    expectInvalidLocation(path, mentioning: "not a SQLite database")
+    // Refusing must not have damaged the file.
+    #expect(try String(contentsOfFile: path, encoding: .utf8).hasPrefix("not a database"))
+  }
+
+  @Test func anotherApplicationsDatabaseIsRefused() throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/other.sqlite"
+    try DatabaseQueue(path: path).write { db in
+      try db.execute(sql: "CREATE TABLE contacts (name TEXT)")
+    }
+    expectInvalidLocation(path, mentioning: "not a docsync hub")
+  }
+
+  @Test(arguments: ["http://example.com/hub", "foo:bar", "s3://bucket/hub", "FILE:/x"])
+  func anUnknownSchemeIsRefused(_ location: String) {
+    expectInvalidLocation(location, mentioning: "unknown hub kind")
+  }
+
+  @Test(arguments: ["postgres://me@localhost:5432/docsync", "postgresql://me@host/db"])
+  func postgresIsNotAvailableYet(_ location: String) {
+    expectInvalidLocation(location, mentioning: "PostgreSQL hub is not available yet")
+  }
+
+  @Test func anEmptyLocationIsRefused() {
+    expectInvalidLocation("", mentioning: "empty")
+  }
+
+  @Test func aColonInsideAPathIsNotAScheme() throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/odd:name.sqlite"
+    #expect(try openHub(location: path) is SQLiteHub)
+  }
+
+  @Test func theDefaultLocationFollowsXDG() {
+    let location = SQLiteHub.defaultLocation()
+    let environment = ProcessInfo.processInfo.environment
+    if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+      #expect(location == xdg + "/docsync/hub.sqlite")
+    } else {
+      #expect(location.hasSuffix("/.local/share/docsync/hub.sqlite"))
+    }
+  }
+
+  @Test func errorsDescribeThemselvesInOneLine() {
+    let errors: [HubError] = [
+      .unreachable("x"), .integrity("x"), .missingBlob([0xab, 0x01]), .invalidLocation("x"),
+      .failed("x"),
+    ]
+    for error in errors {
+      #expect(!error.description.isEmpty && !error.description.contains("\n"))
+    }
+    #expect(HubError.missingBlob([0xab, 0x01]).description.contains("ab01"))
+  }
+
+  @Test func aCursorFromElsewhereIsRefused() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    await #expect(throws: HubError.self) {
+      _ = try await hub.records(after: HubCursor(serialized: "not-a-cursor"), limit: 5)
+    }
+  }
+}
+
+func expectInvalidLocation(
+  _ location: String, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation
+) {
+  do {
+    _ = try openHub(location: location)
+    Issue.record("\(location) opened as a hub", sourceLocation: sourceLocation)
+  } catch {
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(location): \(error)", sourceLocation: sourceLocation)
+      return
+    }
+    #expect(reason.contains(text), "\(reason)", sourceLocation: sourceLocation)
+  }
+}
