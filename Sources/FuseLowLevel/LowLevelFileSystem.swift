@@ -26,7 +26,9 @@ public struct Entry: @unchecked Sendable {
   public var attributeTimeout: Double
   public var entryTimeout: Double
 
-  public init(attributes: stat, generation: UInt64 = 0, attributeTimeout: Double, entryTimeout: Double) {
+  public init(
+    attributes: stat, generation: UInt64 = 0, attributeTimeout: Double, entryTimeout: Double
+  ) {
     self.attributes = attributes
     self.generation = generation
     self.attributeTimeout = attributeTimeout
