@@ -3,7 +3,7 @@
 
 A target is a folder plus how to set it up, remount it (for cold reads) and tear it down.
 Today: (a) a plain folder, (b) libfuse's passthrough_ll (the cost of FUSE itself, through
-Tools/fake-docsync) and (d) a docsync mount. Room is left for (c) rclone: add a Target
+Tools/passthrough-mount) and (d) a docsync mount. Room is left for (c) rclone: add a Target
 subclass and list it in make_targets().
 A workload is a function of (target, size) returning seconds: add one to WORKLOADS.
 """
@@ -51,11 +51,16 @@ class DocsyncTarget(Target):
     def setup(self):
         os.makedirs(self.root, exist_ok=True)
         os.makedirs(self.state, exist_ok=True)
-        subprocess.run([self.binary, "mount", self.root, "--state", self.state], check=True)
+        subprocess.run(self.mount_command(), check=True)
+
+    def mount_command(self):
+        # A hub of its own: the default hub is shared by every mount of the user.
+        hub = os.path.join(self.base, "hub.sqlite")
+        return [self.binary, "mount", self.root, "--state", self.state, "--hub", hub]
 
     def remount(self):
         subprocess.run([self.binary, "unmount", self.root], check=True)
-        subprocess.run([self.binary, "mount", self.root, "--state", self.state], check=True)
+        subprocess.run(self.mount_command(), check=True)
 
     def teardown(self):
         if subprocess.run([self.binary, "unmount", self.root]).returncode != 0:
@@ -63,7 +68,7 @@ class DocsyncTarget(Target):
 
 
 class PassthroughTarget(DocsyncTarget):
-    """Same command-line contract as docsync (Tools/fake-docsync), so the same mount steps."""
+    """Same command-line contract as docsync (Tools/passthrough-mount), so the same mount steps."""
 
     name = "passthrough_ll"
     label = "(b) passthrough_ll"
@@ -166,7 +171,7 @@ def make_targets(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docsync", help="path of the docsync binary")
-    parser.add_argument("--passthrough", help="path of Tools/fake-docsync (passthrough_ll)")
+    parser.add_argument("--passthrough", help="path of Tools/passthrough-mount (passthrough_ll)")
     parser.add_argument("--results", default="bench-results")
     parser.add_argument("--quick", action="store_true", help="a smaller run")
     args = parser.parse_args()
