@@ -1,0 +1,172 @@
+import Foundation
+import Hub
+import Synchronization
+import Testing
+
+/// Where the built `hub-stress` is: `DOCSYNC_BIN_DIR`, else next to the test runner, which on
+/// Linux lives in the build's bin folder.
+enum StressTool {
+  static let url: URL? = {
+    let environment = ProcessInfo.processInfo.environment
+    let folder =
+      environment["DOCSYNC_BIN_DIR"].map { URL(fileURLWithPath: $0) }
+      ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    let url = folder.appendingPathComponent("hub-stress")
+    return FileManager.default.isExecutableFile(atPath: url.path) ? url : nil
+  }()
+
+  static let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
+
+  /// Runs the tool to completion, returning its exit status and what it printed.
+  static func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+    guard let url else {
+      throw StressToolMissing()
+    }
+    let process = Process()
+    process.executableURL = url
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    let status = try await withCheckedThrowingContinuation { continuation in
+      process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+      do {
+        try process.run()
+      } catch {
+        process.terminationHandler = nil
+        continuation.resume(throwing: error)
+      }
+    }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return (status, text)
+  }
+}
+
+struct StressToolMissing: Error, CustomStringConvertible {
+  var description: String {
+    "hub-stress is not built next to the test runner; build with --build-tests or set DOCSYNC_BIN_DIR"
+  }
+}
+
+@Suite("SQLiteHub with concurrent processes")
+struct ConcurrentProcessesTests {
+  static let writers = 4
+  static let perWriter = 150
+
+  // Skipped only outside CI when the tool is absent; under CI=true it runs and fails instead.
+  @Test(
+    "several processes append while a reader pages through",
+    .enabled(if: StressTool.url != nil || StressTool.isCI, "hub-stress is not built"),
+    arguments: [false, true])
+  func concurrentAppenders(writersCreateTheHub: Bool) async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    // Either the reader creates the file first, or the writers race to create and migrate it.
+    var hub: (any Hub)? = writersCreateTheHub ? nil : try SQLiteHub(path: path)
+
+    let clock = ContinuousClock()
+    let started = clock.now
+    let writerNames = (0..<Self.writers).map { "writer\($0)" }
+    let finished = Finished()
+    let processes = Task {
+      defer { finished.set() }
+      return try await withThrowingTaskGroup(of: (String, Int32, String).self) { group in
+        for name in writerNames {
+          group.addTask {
+            let (status, output) = try await StressTool.run([path, name, String(Self.perWriter)])
+            return (name, status, output)
+          }
+        }
+        var results: [(String, Int32, String)] = []
+        for try await result in group { results.append(result) }
+        return results
+      }
+    }
+
+    if hub == nil {
+      // Open while the writers are creating it, retrying only until the file appears.
+      while !FileManager.default.fileExists(atPath: path) {
+        // Writers that could not start never create it: report why instead of waiting forever.
+        if finished.value {
+          _ = try await processes.value
+          break
+        }
+        try await Task.sleep(for: .milliseconds(2))
+      }
+      hub = try SQLiteHub(path: path)
+    }
+    let reader = try #require(hub)
+
+    // Page concurrently with the writers, in small pages, until they are done and drained.
+    var seen: [HubRecord] = []
+    var seenIDs = Set<[UInt8]>()
+    var duplicates = 0
+    var pages = 0
+    var cursor = HubCursor.start
+    var lastSeq: Int64 = 0
+    var writersDone = false
+    while true {
+      let page = try await reader.records(after: cursor, limit: 7)
+      if page.records.isEmpty {
+        if writersDone { break }
+        if finished.value {
+          writersDone = true
+          continue  // one more page: the last commits may have landed since the previous one
+        }
+        _ = try await reader.waitForChanges(after: cursor, timeout: .milliseconds(200))
+        continue
+      }
+      pages += 1
+      for record in page.records where !seenIDs.insert(record.id).inserted {
+        duplicates += 1
+      }
+      seen += page.records
+      let seq = try #require(Int64(page.cursor.serialized))
+      #expect(seq > lastSeq)
+      lastSeq = seq
+      cursor = page.cursor
+    }
+    let elapsed = started.duration(to: clock.now)
+
+    let results = try await processes.value
+    for (name, status, output) in results {
+      #expect(status == 0, "\(name) exited with \(status): \(output)")
+    }
+
+    let expected = writerNames.flatMap { name in
+      (0..<Self.perWriter).map { HubHash.sha256(Array("hub-stress \(name) \($0)".utf8)) }
+    }
+    #expect(duplicates == 0)
+    #expect(seen.count == Self.writers * Self.perWriter)
+    #expect(seenIDs == Set(expected))
+
+    // Each writer appends in order, so its records must appear in the hub in that order.
+    var nextIndex: [String: Int] = [:]
+    for record in seen {
+      let words = String(decoding: record.payload, as: UTF8.self).split(separator: " ")
+      let name = String(words[0])
+      let index = Int(words[1])!
+      #expect(index == nextIndex[name, default: 0], "\(name) out of order")
+      nextIndex[name] = index + 1
+      #expect(record.blobs.count == 1)
+    }
+    for record in seen.prefix(20) {
+      #expect(try await reader.hasBlob(hash: record.blobs[0]))
+    }
+
+    // A fresh reader from the start agrees exactly.
+    let again = try await allRecords(SQLiteHub(path: path))
+    #expect(again == seen)
+
+    print(
+      "hub stress (\(writersCreateTheHub ? "writers create the hub" : "hub created first")): "
+        + "\(Self.writers) processes x \(Self.perWriter) appends, \(seen.count) records seen "
+        + "in \(pages) pages in \(elapsed), duplicates \(duplicates)")
+  }
+}
+
+final class Finished: Sendable {
+  private let flag = Mutex(false)
+  var value: Bool { flag.withLock { $0 } }
+  func set() { flag.withLock { $0 = true } }
+}
