@@ -103,7 +103,11 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
-    .testTarget(name: "HubTests", dependencies: ["Hub"], swiftSettings: strict),
+    .testTarget(
+      name: "HubTests",
+      dependencies: ["Hub", .product(name: "GRDB", package: "GRDB.swift")],
+      swiftSettings: strict
+    ),
     .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",
