@@ -108,6 +108,11 @@ let package = Package(
       dependencies: ["Hub", .product(name: "GRDB", package: "GRDB.swift")],
       swiftSettings: strict
     ),
+    .testTarget(
+      name: "SyncEngineTests",
+      dependencies: ["SyncEngine", "DocumentFileSystem", "Hub", "LocalStore", "DocumentModel"],
+      swiftSettings: strict
+    ),
     .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",

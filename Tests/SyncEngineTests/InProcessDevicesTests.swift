@@ -1,0 +1,239 @@
+import DocumentFileSystem
+import DocumentModel
+import Foundation
+import Glibc
+import Hub
+import LocalStore
+import SyncEngine
+import SystemPackage
+import Testing
+
+/// One device in process: a document file system with its sync engine, no kernel.
+final class Device: @unchecked Sendable {
+  let fileSystem: DocumentFileSystem
+  let engine: SyncEngine
+  let me = Caller(uid: getuid(), gid: getgid())
+
+  init(folder: String, hub: String, name: String) throws {
+    let store = try LocalStore(directory: folder)
+    engine = try SyncEngine(
+      store: store, hub: try openHub(location: hub), hubDescription: hub, deviceName: name,
+      quietMilliseconds: 50)
+    fileSystem = try DocumentFileSystem(store: store, engine: engine)
+    // No kernel here: acknowledge invalidations as a FUSE adapter would after sending them.
+    let queue = fileSystem.invalidations
+    Thread.detachNewThread {
+      while !queue.next().isEmpty { queue.markDelivered() }
+    }
+    engine.start(tree: fileSystem)
+  }
+
+  func stop() async {
+    await engine.stop()
+    fileSystem.invalidations.close()
+  }
+
+  func sync() async throws { try await engine.synchronize(timeout: .seconds(20)) }
+
+  func inode(_ path: String) throws -> UInt64 {
+    var inode = DocumentFileSystem.rootInode
+    for part in path.split(separator: "/") {
+      let attributes = try fileSystem.lookup(parent: inode, name: Array(part.utf8))
+      fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
+      inode = UInt64(attributes.st_ino)
+    }
+    return inode
+  }
+
+  func write(_ path: String, _ text: String) throws {
+    let parts = path.split(separator: "/").map(String.init)
+    let parent = try inode(parts.dropLast().joined(separator: "/"))
+    let name = Array(parts.last!.utf8)
+    let handle: UInt64
+    if let existing = try? fileSystem.lookup(parent: parent, name: name) {
+      fileSystem.forget(inode: UInt64(existing.st_ino), count: 1)
+      handle = try fileSystem.open(inode: UInt64(existing.st_ino), flags: O_WRONLY, caller: me)
+        .handle
+      _ = try fileSystem.setAttributes(
+        inode: UInt64(existing.st_ino), update: AttributeUpdate(size: 0, handle: handle), caller: me
+      )
+    } else {
+      let (attributes, file) = try fileSystem.create(
+        parent: parent, name: name, mode: 0o644, flags: O_WRONLY, caller: me)
+      fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
+      handle = file.handle
+    }
+    _ = try Array(text.utf8).withUnsafeBytes {
+      try fileSystem.write(handle: handle, data: $0, offset: 0)
+    }
+    fileSystem.release(handle: handle)
+  }
+
+  func read(_ path: String) throws -> String {
+    let file = try fileSystem.open(inode: try inode(path), flags: O_RDONLY, caller: me)
+    defer { fileSystem.release(handle: file.handle) }
+    return String(
+      decoding: try fileSystem.read(handle: file.handle, offset: 0, count: 1 << 20), as: UTF8.self)
+  }
+
+  func versions(_ path: String) throws -> [String] {
+    let folder = try inode(".versions/" + path)
+    let handle = try fileSystem.openDirectory(inode: folder)
+    defer { fileSystem.releaseDirectory(handle: handle) }
+    var names: [String] = []
+    try fileSystem.readDirectory(inode: folder, handle: handle, offset: 0, plus: false) { entry in
+      let name = String(decoding: entry.name, as: UTF8.self)
+      if name != "." && name != ".." { names.append(name) }
+      return true
+    }
+    return names
+  }
+}
+
+/// A library of devices on one fresh SQLite hub.
+struct Library {
+  let folder: String
+
+  init() {
+    var template = Array("/var/tmp/docsync-engine-XXXXXX".utf8CString)
+    folder = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+  }
+
+  func device(_ name: String) throws -> Device {
+    try Device(folder: folder + "/" + name, hub: folder + "/hub.sqlite", name: name)
+  }
+}
+
+@Suite("two devices in process, one SQLite hub")
+struct InProcessDevicesTests {
+  @Test func aNewFileAndAnEditReachTheOtherDevice() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "first\n")
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("plan.md") == "first\n")
+    try a.write("plan.md", "second\n")
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("plan.md") == "second\n")
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func concurrentEditsBecomeOneConflictVersionOnBothDevices() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "base\n")
+    try await a.sync()
+    try await b.sync()
+    b.engine.pause()
+    try a.write("plan.md", "from a\n")
+    try await a.sync()
+    try await Task.sleep(for: .milliseconds(20))
+    try b.write("plan.md", "from b\n")
+    b.engine.resume()
+    try await b.sync()
+    try await a.sync()
+    #expect(try a.read("plan.md") == "from b\n", "the later modification wins")
+    #expect(try b.read("plan.md") == "from b\n")
+    let onA = try a.versions("plan.md")
+    let onB = try b.versions("plan.md")
+    #expect(onA.count == 1)
+    #expect(onA == onB, "a version has the same name everywhere")
+    #expect(onA.first?.contains("_a_") == true)
+    #expect(try a.read(".versions/plan.md/" + onA[0]) == "from a\n")
+
+    // Discarding it on A resolves it on B too.
+    let versions = try a.inode(".versions/plan.md")
+    try a.fileSystem.unlink(parent: versions, name: Array(onA[0].utf8), caller: a.me)
+    try await a.sync()
+    try await b.sync()
+    #expect(b.engine.conflicts().isEmpty)
+    #expect(try b.read("plan.md") == "from b\n")
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func writingAConflictVersionOverItsDocumentChoosesIt() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("notes.txt", "base\n")
+    try await a.sync()
+    try await b.sync()
+    b.engine.pause()
+    try a.write("notes.txt", "a's\n")
+    try await a.sync()
+    try await Task.sleep(for: .milliseconds(20))
+    try b.write("notes.txt", "b's\n")
+    b.engine.resume()
+    try await b.sync()
+    try await a.sync()
+    let version = try b.versions("notes.txt")[0]
+    try b.write("notes.txt", try b.read(".versions/notes.txt/" + version))
+    try await b.sync()
+    try await a.sync()
+    #expect(try a.read("notes.txt") == "a's\n")
+    #expect(try b.read("notes.txt") == "a's\n")
+    #expect(a.engine.conflicts().isEmpty && b.engine.conflicts().isEmpty)
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func aDeletionNeverBeatsAConcurrentEdit() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("keep.txt", "v1\n")
+    try await a.sync()
+    try await b.sync()
+    b.engine.pause()
+    try a.fileSystem.unlink(
+      parent: DocumentFileSystem.rootInode, name: Array("keep.txt".utf8), caller: a.me)
+    try await a.sync()
+    try b.write("keep.txt", "edited\n")
+    b.engine.resume()
+    try await b.sync()
+    try await a.sync()
+    #expect(try a.read("keep.txt") == "edited\n")
+    #expect(try b.read("keep.txt") == "edited\n")
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func aNewDeviceGetsTheWholeLibraryAndDeletesNothing() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    for index in 0..<20 { try a.write("doc-\(index).txt", "content \(index)\n") }
+    try await a.sync()
+    let c = try library.device("c")
+    try await c.sync()
+    try await a.sync()
+    for index in 0..<20 {
+      #expect(try c.read("doc-\(index).txt") == "content \(index)\n")
+      #expect(try a.read("doc-\(index).txt") == "content \(index)\n")
+    }
+    await a.stop()
+    await c.stop()
+  }
+
+  @Test func editsMadeWhileStoppedAreRecordedAtTheNextStart() async throws {
+    let library = Library()
+    var a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("late.txt", "before\n")
+    try await a.sync()
+    a.engine.pause()
+    try a.write("late.txt", "while paused\n")
+    await a.stop()
+    a = try library.device("a")
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("late.txt") == "while paused\n")
+    await a.stop()
+    await b.stop()
+  }
+}
