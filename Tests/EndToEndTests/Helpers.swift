@@ -10,9 +10,10 @@ import Testing
 ///
 /// Directory mtimes are left out: every entry a sync adds to a folder moves its mtime. User
 /// xattrs are not part of a version (DESIGN.md §2), so they are left out too.
-func syncedTree(_ device: Device) throws -> [String: TreeEntry] {
+func syncedTree(_ device: Device, mtimes: Bool = true) throws -> [String: TreeEntry] {
   try snapshot(
-    device.mountPoint, options: TreeSnapshotOptions(directoryMtimes: false, xattrs: false))
+    device.mountPoint,
+    options: TreeSnapshotOptions(directoryMtimes: false, mtimes: mtimes, xattrs: false))
 }
 
 /// The tree `source` shows, as another device must show it: the version's modification time
@@ -26,14 +27,19 @@ func asReceived(_ tree: [String: TreeEntry]) -> [String: TreeEntry] {
 }
 
 /// Differences between two devices' trees, with file mtimes compared to the millisecond.
-func treeDifferences(_ expected: Device, _ actual: Device) throws -> [String] {
-  differences(asReceived(try syncedTree(expected)), asReceived(try syncedTree(actual)))
+func treeDifferences(_ expected: Device, _ actual: Device, mtimes: Bool = true) throws
+  -> [String]
+{
+  differences(
+    asReceived(try syncedTree(expected, mtimes: mtimes)),
+    asReceived(try syncedTree(actual, mtimes: mtimes)))
 }
 
 func expectSameTree(
-  _ expected: Device, _ actual: Device, sourceLocation: SourceLocation = #_sourceLocation
+  _ expected: Device, _ actual: Device, mtimes: Bool = true,
+  sourceLocation: SourceLocation = #_sourceLocation
 ) throws {
-  let diff = try treeDifferences(expected, actual)
+  let diff = try treeDifferences(expected, actual, mtimes: mtimes)
   #expect(
     diff.isEmpty,
     "\(actual.name) differs from \(expected.name):\n\(diff.prefix(20).joined(separator: "\n"))",

@@ -24,14 +24,9 @@ struct PropagationTests {
       try write(a.path("doomed.txt"), "deleted later\n")
       try Data((0..<1024).map { UInt8($0 % 256) }).write(
         to: URL(fileURLWithPath: a.path("binary.bin")))
-      // Nanoseconds that the millisecond truncation must drop, and a time far from now.
-      try setMtime(a.path("notes/plan.md"), seconds: 1_700_000_000, nanoseconds: 123_456_789)
-      try setMtime(a.path("tool.sh"), seconds: 1_600_000_000, nanoseconds: 999_999_999)
       try library.sync(a, b)
       try expectSameTree(a, b)
       #expect(try describe(b.path("tool.sh")).mode == 0o755)
-      #expect(
-        try describe(b.path("notes/plan.md")).mtimeNanoseconds == 1_700_000_000_123_000_000)
 
       try write(a.path("notes/plan.md"), "# plan\nfirst line\nsecond line\n")
       try FileManager.default.moveItem(
@@ -61,6 +56,22 @@ struct PropagationTests {
   }
 
   @Test(
+    "An mtime set on A with touch -d reaches B, to the millisecond", .needs("touch"), .docsyncOnly)
+  func explicitModificationTimeReachesTheOtherDevice() throws {
+    try Library.with(programs: ["touch"]) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("report.txt"), "report\n")
+      try library.sync(a, b)
+      // What tar x, cp -p and rsync -a do: a time in the past, kept to the nanosecond on A.
+      try check(["touch", "-d", "@1700000000.123456789", "report.txt"], cwd: a.mountPoint)
+      try library.sync(a, b)
+      #expect(try describe(a.path("report.txt")).mtimeNanoseconds == 1_700_000_000_123_456_789)
+      #expect(try describe(b.path("report.txt")).mtimeNanoseconds == 1_700_000_000_123_000_000)
+    }
+  }
+
+  @Test(
     "A new device with an empty state folder pulls the whole library and deletes nothing",
     .needs(), .docsyncOnly)
   func newDevicePullsEverythingAndDeletesNothing() throws {
@@ -73,7 +84,6 @@ struct PropagationTests {
       try FileManager.default.createDirectory(
         atPath: a.path("empty-folder"), withIntermediateDirectories: true)
       try makeSymlink(a.path("link"), to: "readme.md")
-      try setMtime(a.path("readme.md"), seconds: 1_650_000_000, nanoseconds: 5_000_001)
       try library.sync(a, b)
       try write(b.path("docs/from-b.txt"), "written on b\n")
       try FileManager.default.removeItem(atPath: b.path("docs/deep/leaf.txt"))
@@ -88,7 +98,8 @@ struct PropagationTests {
 
       let c = try library.device("tablet")
       try c.sync()
-      try expectSameTree(a, c)
+      // Modification times are left to the first test: here they would fail for its reason.
+      try expectSameTree(a, c, mtimes: false)
       #expect(try findVersions(c) == versionsA)
       #expect(try read(c.path("docs/from-b.txt")) == "written on b\n")
       #expect(!FileManager.default.fileExists(atPath: c.path("docs/deep/leaf.txt")))

@@ -76,7 +76,7 @@ struct RobustnessTests {
 
       try a.resume()
       // The record cannot go up without its blob: sync may report that instead of succeeding.
-      let syncA = try a.trySync(timeout: 15)
+      let syncA = try a.trySync(timeout: 6)
       try b.sync()
       let onB = try snapshotContents(b)
       #expect(!onB.values.contains(corrupted), "B shows the corrupted bytes")
@@ -86,7 +86,7 @@ struct RobustnessTests {
       let log = a.log()
       #expect(log.contains("does not match its hash"), "A's log:\n\(a.logTail())")
       // Not a guarantee, but what the report needs: what became of the record.
-      let syncAgain = try a.trySync(timeout: 10)
+      let syncAgain = try a.trySync(timeout: 3)
       let status = try a.status()
       print(
         """
@@ -102,7 +102,7 @@ struct RobustnessTests {
 
   private func newestBlob(in folder: String) throws -> String {
     guard let walker = FileManager.default.enumerator(atPath: folder) else {
-      throw TestFailure( "no blob folder at \(folder)")
+      throw TestFailure("no blob folder at \(folder)")
     }
     var newest: (path: String, mtime: Int64)?
     while let relative = walker.nextObject() as? String {
@@ -113,7 +113,7 @@ struct RobustnessTests {
         newest = (path, entry.mtimeNanoseconds)
       }
     }
-    guard let newest else { throw TestFailure( "no blob under \(folder)") }
+    guard let newest else { throw TestFailure("no blob under \(folder)") }
     return newest.path
   }
 
@@ -121,11 +121,11 @@ struct RobustnessTests {
   private func flipInPlace(_ path: String, bytes: [UInt8]) throws {
     let descriptor = open(path, O_WRONLY)
     guard descriptor >= 0 else {
-      throw TestFailure( "open \(path): \(errnoText(errno))")
+      throw TestFailure("open \(path): \(errnoText(errno))")
     }
     defer { close(descriptor) }
     guard pwrite(descriptor, bytes, bytes.count, 0) == bytes.count else {
-      throw TestFailure( "pwrite \(path): \(errnoText(errno))")
+      throw TestFailure("pwrite \(path): \(errnoText(errno))")
     }
   }
 
