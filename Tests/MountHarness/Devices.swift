@@ -1,0 +1,306 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What `docsync status --json` reports for one mount.
+public struct DeviceStatus: Decodable, Sendable {
+  public struct Conflict: Decodable, Sendable, Equatable {
+    public var path: String
+    public var versions: Int
+  }
+  public var mountPoint: String
+  public var device: String
+  public var deviceID: String
+  public var hub: String
+  public var state: String
+  public var pendingUploads: Int
+  public var lastSync: String?
+  public var conflicts: [Conflict]
+}
+
+/// One device of a `Library`: a docsync mount with its own state folder on the library's hub.
+public final class Device {
+  public let name: String
+  public let mountPoint: String
+  public let state: String
+  public let hub: String
+  public private(set) var isMounted = false
+
+  fileprivate init(name: String, base: String, hub: String) throws {
+    self.name = name
+    self.hub = hub
+    mountPoint = "\(base)/\(name)/mnt"
+    state = "\(base)/\(name)/state"
+    for folder in [mountPoint, state] {
+      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    }
+  }
+
+  public func path(_ relative: String) -> String { "\(mountPoint)/\(relative)" }
+
+  public func mount() throws {
+    let result = try run(
+      [
+        try MountFixture.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", hub,
+        "--device", name,
+      ],
+      timeout: .seconds(60))
+    guard result.status == 0 else {
+      throw RunError(description: "docsync mount (\(name)) failed: \(result)\n\(logTail())")
+    }
+    guard MountFixture.mountedPoints().contains(mountPoint) else {
+      throw RunError(description: "docsync mount exited 0 but \(mountPoint) is not mounted")
+    }
+    isMounted = true
+  }
+
+  public func unmount() throws {
+    guard isMounted else { return }
+    isMounted = false
+    let argv = [try MountFixture.docsyncBinary(), "unmount", mountPoint]
+    var result = try run(argv, timeout: .seconds(60))
+    // Parallel tests spawn programs that can inherit, for a moment, a descriptor this test
+    // had open in its mount; the mount is busy until that child exits.
+    var attempts = 0
+    while result.status != 0 && result.stderr.contains("busy") && attempts < 40 {
+      usleep(250_000)
+      attempts += 1
+      result = try run(argv, timeout: .seconds(60))
+    }
+    if result.status != 0 || MountFixture.mountedPoints().contains(mountPoint) {
+      MountFixture.forceUnmount(mountPoint)
+      throw RunError(description: "docsync unmount (\(name)) failed: \(result)\n\(logTail())")
+    }
+  }
+
+  /// `kill -9` the daemon and `fusermount3 -uz` its dead mount.
+  public func crash() throws {
+    let pid = try daemonPID()
+    guard kill(pid, SIGKILL) == 0 else {
+      throw RunError(description: "kill -9 \(pid): \(String(cString: strerror(errno)))")
+    }
+    for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+    MountFixture.forceUnmount(mountPoint)
+    isMounted = false
+  }
+
+  public func daemonPID() throws -> pid_t {
+    let text = try String(contentsOfFile: "\(state)/docsync.pid", encoding: .utf8)
+    guard let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+      throw RunError(description: "docsync.pid holds \(text.debugDescription)")
+    }
+    return pid
+  }
+
+  /// `docsync sync`: returns once this mount is up to date with the hub.
+  public func sync(timeout seconds: Int = 30) throws {
+    try command(["sync", mountPoint, "--timeout", "\(seconds)"], timeout: seconds + 30)
+  }
+
+  /// `docsync sync` without the expectation that it succeeds.
+  public func trySync(timeout seconds: Int = 30) throws -> RunResult {
+    try run(
+      [try MountFixture.docsyncBinary(), "sync", mountPoint, "--timeout", "\(seconds)"],
+      timeout: .seconds(seconds + 30))
+  }
+
+  public func pause() throws { try command(["pause", mountPoint]) }
+  public func resume() throws { try command(["resume", mountPoint]) }
+
+  public func status() throws -> DeviceStatus {
+    let result = try command(["status", mountPoint, "--json"])
+    do {
+      return try JSONDecoder().decode(DeviceStatus.self, from: Data(result.stdout.utf8))
+    } catch {
+      throw RunError(description: "docsync status --json (\(name)): \(error)\n\(result.stdout)")
+    }
+  }
+
+  @discardableResult
+  private func command(_ arguments: [String], timeout: Int = 60) throws -> RunResult {
+    let result = try run(
+      [try MountFixture.docsyncBinary()] + arguments, timeout: .seconds(timeout))
+    guard result.status == 0, !result.timedOut else {
+      throw RunError(description: "device \(name): \(result)\n\(logTail())")
+    }
+    return result
+  }
+
+  /// Every file under `.versions`, relative to it, sorted: each open conflict version.
+  public func versionFiles() throws -> [String] {
+    let root = path(".versions")
+    guard let walker = FileManager.default.enumerator(atPath: root) else {
+      throw RunError(description: "cannot list \(root)")
+    }
+    var files: [String] = []
+    while let relative = walker.nextObject() as? String {
+      if try describe("\(root)/\(relative)").kind == .file { files.append(relative) }
+    }
+    return files.sorted()
+  }
+
+  public func log() -> String {
+    (try? String(contentsOfFile: "\(state)/docsync.log", encoding: .utf8)) ?? ""
+  }
+
+  public func logTail(_ lines: Int = 30) -> String {
+    "docsync.log of \(name) (tail):\n"
+      + log().split(separator: "\n").suffix(lines).joined(separator: "\n")
+  }
+}
+
+/// Several devices of one library: mounts that share one SQLite hub file, each with its own
+/// state folder, in `/var/tmp/docsync-tests/<pid>-<random>/`.
+public final class Library {
+  public let base: String
+  public let hub: String
+  public private(set) var devices: [Device] = []
+
+  private init() throws {
+    _ = MountFixture.staleMountsCleaned
+    base = "\(MountFixture.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
+    hub = "\(base)/hub.sqlite"
+    try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+  }
+
+  /// Runs `body` with an empty library and unmounts every device afterwards, also on failure.
+  public static func with<R>(
+    programs: [String] = [], _ body: (Library) throws -> R
+  ) throws -> R {
+    try TestEnvironment.require(programs: programs)
+    let library = try Library()
+    defer { library.tearDown() }
+    do {
+      return try body(library)
+    } catch {
+      // The daemons' own account is what explains a sync that went wrong.
+      Issue.record("logs at failure:\n\(library.logTails())")
+      throw error
+    }
+  }
+
+  /// The device called `name`, mounted on first use.
+  @discardableResult
+  public func device(_ name: String) throws -> Device {
+    if let existing = devices.first(where: { $0.name == name }) { return existing }
+    let device = try Device(name: name, base: base, hub: hub)
+    devices.append(device)
+    try device.mount()
+    return device
+  }
+
+  /// `docsync sync` on each device in turn.
+  public func sync(_ order: Device...) throws {
+    for device in order { try device.sync() }
+  }
+
+  public func logTails() -> String {
+    devices.map { $0.logTail() }.joined(separator: "\n")
+  }
+
+  private func tearDown() {
+    for device in devices where device.isMounted {
+      do { try device.unmount() } catch { Issue.record(error, "while unmounting \(device.name)") }
+    }
+    // Removing a folder that is still mounted would delete through the mount.
+    guard !MountFixture.mountedPoints().contains(where: { $0.hasPrefix(base + "/") }) else {
+      return
+    }
+    if TestEnvironment.variables["DOCSYNC_MOUNTTESTS_KEEP"] != "1" {
+      try? FileManager.default.removeItem(atPath: base)
+    }
+  }
+}
+
+/// A process left running while the test goes on, whose stdin is a FIFO the test writes to
+/// when the process should continue.
+public final class BackgroundProcess {
+  public let pid: pid_t
+  private let folder: String
+  private var input: Int32 = -1
+  private var finished = false
+
+  public var stdoutPath: String { "\(folder)/stdout" }
+
+  public init(_ argv: [String], cwd: String? = nil) throws {
+    folder =
+      FileManager.default.temporaryDirectory
+      .appendingPathComponent("docsync-bg-\(UUID().uuidString)").path
+    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    let fifo = "\(folder)/stdin"
+    guard mkfifo(fifo, 0o600) == 0 else {
+      throw RunError(description: "mkfifo: \(String(cString: strerror(errno)))")
+    }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    // O_RDWR so that the child's open does not wait for the test to open the other end.
+    posix_spawn_file_actions_addopen(&actions, 0, fifo, O_RDWR, 0)
+    posix_spawn_file_actions_addopen(
+      &actions, 1, "\(folder)/stdout", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    posix_spawn_file_actions_addopen(
+      &actions, 2, "\(folder)/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    let full = ["/usr/bin/env"] + (cwd.map { ["-C", $0] } ?? []) + argv
+    let cArgv = full.map { strdup($0) } + [nil]
+    let cEnv = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (cArgv + cEnv).forEach { free($0) } }
+    var child = pid_t()
+    let spawned = posix_spawn(&child, "/usr/bin/env", &actions, nil, cArgv, cEnv)
+    guard spawned == 0 else {
+      throw RunError(description: "posix_spawn \(argv): \(String(cString: strerror(spawned)))")
+    }
+    pid = child
+    // O_RDWR too: a child that died before opening the FIFO must not block the test here.
+    input = open(fifo, O_RDWR | O_CLOEXEC)
+  }
+
+  deinit {
+    if !finished {
+      kill(pid, SIGKILL)
+      var status: Int32 = 0
+      waitpid(pid, &status, 0)
+    }
+    if input >= 0 { close(input) }
+    try? FileManager.default.removeItem(atPath: folder)
+  }
+
+  public var output: String {
+    (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? ""
+  }
+
+  /// Waits until the process has printed `text`, or fails after `timeout`.
+  public func waitForOutput(_ text: String, timeout: Duration = .seconds(20)) throws {
+    let deadline = ContinuousClock.now + timeout
+    while !output.contains(text) {
+      guard ContinuousClock.now < deadline else {
+        let errors = (try? String(contentsOfFile: "\(folder)/stderr", encoding: .utf8)) ?? ""
+        throw RunError(description: "no \(text.debugDescription) from \(pid): \(output) \(errors)")
+      }
+      usleep(10_000)
+    }
+  }
+
+  public func send(_ line: String) throws {
+    let bytes = Array((line + "\n").utf8)
+    guard Glibc.write(input, bytes, bytes.count) == bytes.count else {
+      throw RunError(description: "write to stdin of \(pid): \(String(cString: strerror(errno)))")
+    }
+  }
+
+  /// Waits for the exit and returns the exit status.
+  public func wait(timeout: Duration = .seconds(30)) throws -> Int32 {
+    let deadline = ContinuousClock.now + timeout
+    var status: Int32 = 0
+    while waitpid(pid, &status, WNOHANG) != pid {
+      guard ContinuousClock.now < deadline else {
+        throw RunError(description: "process \(pid) did not exit")
+      }
+      usleep(5_000)
+    }
+    finished = true
+    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+  }
+}
