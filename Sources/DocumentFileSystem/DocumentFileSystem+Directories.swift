@@ -148,16 +148,7 @@ extension DocumentFileSystem {
         throw .noSuchFileOrDirectory
       }
       if child.isDirectory { throw .isDirectory }
-      note(.remove, parent: parent, name: name)
-      let snapshot = (folder.record, child.record, child.linkCount)
-      let changes = detach(child, name: name, from: folder, now: currentTime())
-      do throws(Errno) {
-        try persist(changes)
-      } catch {
-        restore(folder: folder, snapshot.0, child: child, snapshot.1, links: snapshot.2, name: name)
-        throw error
-      }
-      reapIfUnused(child)
+      try remove(child, name: name, from: folder)
     }
   }
 
@@ -175,17 +166,22 @@ extension DocumentFileSystem {
       }
       guard child.isDirectory else { throw .notDirectory }
       guard child.children.isEmpty else { throw .directoryNotEmpty }
-      note(.remove, parent: parent, name: name)
-      let snapshot = (folder.record, child.record, child.linkCount)
-      let changes = detach(child, name: name, from: folder, now: currentTime())
-      do throws(Errno) {
-        try persist(changes)
-      } catch {
-        restore(folder: folder, snapshot.0, child: child, snapshot.1, links: snapshot.2, name: name)
-        throw error
-      }
-      reapIfUnused(child)
+      try remove(child, name: name, from: folder)
     }
+  }
+
+  /// Takes a name away in one transaction, putting memory back if the commit fails.
+  private func remove(_ child: Node, name: [UInt8], from folder: Node) throws(Errno) {
+    note(.remove, parent: folder.inode, name: name)
+    let snapshot = (folder.record, child.record, child.linkCount)
+    let changes = detach(child, name: name, from: folder, now: currentTime())
+    do throws(Errno) {
+      try persist(changes)
+    } catch {
+      restore(folder: folder, snapshot.0, child: child, snapshot.1, links: snapshot.2, name: name)
+      throw error
+    }
+    reapIfUnused(child)
   }
 
   private func restore(

@@ -121,7 +121,9 @@ extension DocumentFileSystem {
 
   func localEntry(_ node: Node) -> LocalEntry {
     if node.isDirectory { return .directory }
-    if let target = node.target, node.isSymlink { return .symlink(target: target) }
+    if let target = node.target, node.isSymlink {
+      return .symlink(target: target, modificationTime: node.modificationTime)
+    }
     guard node.isRegular else { return .special }
     var info = stat()
     guard fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0 else {
@@ -191,7 +193,7 @@ extension DocumentFileSystem: LocalTree {
           record.target = target
           record.modificationTime = modificationTime
           try insertForSync(record, name: path.name, in: folder)
-          return .applied(.symlink(target: target))
+          return .applied(.symlink(target: target, modificationTime: modificationTime))
         case .file(_, let blob, let executable, let modificationTime):
           let folder = try folderForSync(path.parent)
           var target = existing

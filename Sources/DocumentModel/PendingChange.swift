@@ -4,14 +4,24 @@ public struct PendingChange: Hashable, Sendable {
   public let content: VersionContent
   public let parents: [VersionID]
   public let origin: RenameOrigin?
+  /// The file's own modification time (nanoseconds), carried to the record.
+  public let contentTime: Int64?
 
   public init(
-    path: DocumentPath, content: VersionContent, parents: [VersionID], origin: RenameOrigin? = nil
+    path: DocumentPath, content: VersionContent, parents: [VersionID], origin: RenameOrigin? = nil,
+    contentTime: Int64? = nil
   ) {
     self.path = path
     self.content = content
     self.parents = parents
     self.origin = origin
+    self.contentTime = contentTime
+  }
+
+  /// The same change with the file's modification time.
+  public func with(contentTime: Int64?) -> PendingChange {
+    PendingChange(
+      path: path, content: content, parents: parents, origin: origin, contentTime: contentTime)
   }
 }
 
@@ -47,7 +57,7 @@ public struct VersionAuthor: Sendable {
       return VersionRecord(
         path: change.path, content: change.content, parents: change.parents,
         modified: clock.tick(now: now), deviceID: deviceID, deviceName: deviceName,
-        origin: change.origin)
+        origin: change.origin, contentTime: change.contentTime)
     }
   }
 }

@@ -26,7 +26,9 @@ extension Resolution {
       let heads = set.heads(at: chosen.path)
       guard heads.count > 1 || heads.first?.id != id else { return [] }
       return [
-        PendingChange(path: chosen.path, content: chosen.content, parents: heads.map(\.id))
+        PendingChange(
+          path: chosen.path, content: chosen.content, parents: heads.map(\.id),
+          contentTime: chosen.contentTime)
       ]
     case .discard(let id):
       guard let discarded = set[id], let losing = state.conflicts[discarded.path],
@@ -35,7 +37,11 @@ extension Resolution {
       let path = discarded.path
       switch state.entries[path] {
       case .document(let current):
-        return [PendingChange(path: path, content: current.content, parents: [current.id, id])]
+        return [
+          PendingChange(
+            path: path, content: current.content, parents: [current.id, id],
+            contentTime: current.contentTime)
+        ]
       case .directory:
         let folders = set.heads(at: path).filter { $0.kind == .directory }.map(\.id)
         return [PendingChange(path: path, content: .directory, parents: folders + [id])]
@@ -57,7 +63,8 @@ extension Resolution {
     let parents = set.heads(at: path).map(\.id)
     switch state.entries[path] {
     case .document(let current):
-      return PendingChange(path: path, content: current.content, parents: parents)
+      return PendingChange(
+        path: path, content: current.content, parents: parents, contentTime: current.contentTime)
     case .directory:
       return PendingChange(path: path, content: .directory, parents: parents)
     case nil:

@@ -58,31 +58,38 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
   /// The device's name as people read it; sanitised only when it becomes a file name.
   public let deviceName: String
   public let origin: RenameOrigin?
+  /// The file's own modification time in nanoseconds since the epoch, as the device that
+  /// saved it had it; `modified` orders versions, this is what a file's mtime shows. Nil for
+  /// folders and deletions.
+  public let contentTime: Int64?
 
   /// Builds a record and derives its id from its canonical encoding.
   public init(
     path: DocumentPath, content: VersionContent, parents: [VersionID], modified: HLCTimestamp,
-    deviceID: DeviceID, deviceName: String, origin: RenameOrigin? = nil
+    deviceID: DeviceID, deviceName: String, origin: RenameOrigin? = nil,
+    contentTime: Int64? = nil
   ) {
     precondition(!path.isRoot, "the root of the library has no versions")
     let sortedParents = Array(Set(parents)).sorted()
     let draft = VersionRecord(
       storedID: VersionID(Digest256(bytes: [UInt8](repeating: 0, count: 32))!), path: path,
       content: content, parents: sortedParents, modified: modified, deviceID: deviceID,
-      deviceName: deviceName, origin: origin)
+      deviceName: deviceName, origin: origin, contentTime: contentTime)
     self.init(
       storedID: VersionID(.sha256(draft.encoded)), path: path, content: content,
       parents: sortedParents, modified: modified, deviceID: deviceID, deviceName: deviceName,
-      origin: origin)
+      origin: origin, contentTime: contentTime)
   }
 
   /// Rebuilds a record with an id read from storage, without checking it; check it with
   /// `Integrity.verify(_:)` before trusting it.
   public init(
     storedID: VersionID, path: DocumentPath, content: VersionContent, parents: [VersionID],
-    modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?
+    modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?,
+    contentTime: Int64? = nil
   ) {
     self.id = storedID
+    self.contentTime = contentTime
     self.path = path
     self.content = content
     self.parents = parents
@@ -178,6 +185,12 @@ enum CanonicalEncoding {
     } else {
       out.append(0)
     }
+    if let contentTime = record.contentTime {
+      out.append(1)
+      appendInt(UInt64(bitPattern: contentTime), width: 8, to: &out)
+    } else {
+      out.append(0)
+    }
     return out
   }
 
@@ -269,11 +282,20 @@ enum CanonicalEncoding {
       } else if hasOrigin != 0 {
         return nil
       }
+      var contentTime: Int64?
+      switch take(1)?.first {
+      case 1:
+        guard let time = int(width: 8) else { return nil }
+        contentTime = Int64(bitPattern: time)
+      case 0: break
+      default: return nil
+      }
       guard let deviceName = String(validating: name, as: UTF8.self) else { return nil }
       return VersionRecord(
         storedID: id, path: recordPath, content: content, parents: parents,
         modified: HLCTimestamp(wallMilliseconds: wall, counter: UInt32(counter)),
-        deviceID: DeviceID(high: high, low: low), deviceName: deviceName, origin: origin)
+        deviceID: DeviceID(high: high, low: low), deviceName: deviceName, origin: origin,
+        contentTime: contentTime)
     }
   }
 }

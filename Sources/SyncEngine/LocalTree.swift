@@ -7,7 +7,7 @@ public enum LocalEntry: Sendable, Equatable {
   case file(
     inode: UInt64, size: Int64, modificationTime: Int64, changeTime: Int64, executable: Bool)
   case directory
-  case symlink(target: [UInt8])
+  case symlink(target: [UInt8], modificationTime: Int64)
   /// FIFOs, sockets and device nodes: they stay local and never sync.
   case special
 }

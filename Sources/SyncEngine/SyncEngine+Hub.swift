@@ -62,7 +62,7 @@ extension SyncEngine {
   /// versions, and remote changes to them are applied, after the last writer closes.
   /// Called with the lock held.
   func isSettled() -> Bool {
-    guard outbox.isEmpty else { return false }
+    guard outbox.allSatisfy(stalled.contains) else { return false }
     guard let tree else { return true }
     let waitingForWriters = { (path: DocumentPath) in tree.hasOpenWriter(at: path) }
     let pendingLocal = changeLog.peekPaths()
@@ -73,12 +73,21 @@ extension SyncEngine {
   /// Uploads queued versions: blobs first, then the records that name them.
   func push() async throws(SyncError) {
     while true {
-      let batch = withLock { outbox.prefix(64).compactMap { known[$0] } }
+      let batch = withLock {
+        outbox.lazy.filter { !self.stalled.contains($0) }.prefix(64).compactMap { self.known[$0] }
+      }
       guard !batch.isEmpty else { return }
       var ready: [VersionRecord] = []
       for record in batch {
         if let hash = record.content.blobHash {
-          guard try await uploadBlob(hash) else { continue }
+          guard try await uploadBlob(hash) else {
+            withLock {
+              logger.error(
+                "version of \(record.path) is held back: its content cannot be provided")
+              _ = stalled.insert(record.id)
+            }
+            continue
+          }
         }
         ready.append(record)
       }
@@ -109,24 +118,45 @@ extension SyncEngine {
     } catch {
       throw .hub(error.description)
     }
-    let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else {
-      logger.error("the content of a local version (\(hash.hex)) is missing; it cannot be uploaded")
-      return false
+    for attempt in 0..<2 {
+      if attempt == 1 && !withLock({ restoreBlob(hash) }) { return false }
+      let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { continue }
+      defer { close(fd) }
+      do {
+        try await hub.putBlob(hash: hash.bytes, from: fd)
+        return true
+      } catch .integrity(let reason) {
+        // Never upload content that no longer matches its name.
+        logger.error(
+          "local blob \(hash.hex) does not match its hash and is not uploaded: \(reason)")
+        blobs.remove(hash)
+      } catch {
+        throw .hub(error.description)
+      }
     }
-    defer { close(fd) }
-    do {
-      try await hub.putBlob(hash: hash.bytes, from: fd)
-      return true
-    } catch .integrity(let reason) {
-      // Never upload content that no longer matches its name; it will be fetched again if
-      // another device has it.
-      logger.error("local blob \(hash.hex) does not match its hash and is not uploaded: \(reason)")
-      blobs.remove(hash)
-      return false
-    } catch {
-      throw .hub(error.description)
+    return false
+  }
+
+  /// Makes a missing or damaged blob again from a working file that still holds that content
+  /// (as its shown version says, with unchanged size and times). Called with the lock held.
+  func restoreBlob(_ hash: ContentHash) -> Bool {
+    guard let tree else { return false }
+    for (path, record) in shown {
+      guard let version = known[VersionID(digest(record.versionID))],
+        version.content.blobHash == hash,
+        case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
+        size == record.size, mtime == record.modificationTime, ctime == record.changeTime
+      else { continue }
+      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { continue }
+      defer { close(fd) }
+      if let (restored, _) = try? blobs.add(from: fd), restored == hash {
+        logger.info("rebuilt the content of \(path) from its file")
+        return true
+      }
     }
+    return false
   }
 
   /// Pulls one page of records; false when there was nothing new.

@@ -60,14 +60,24 @@ extension SyncEngine {
       changes.append(change)
     }
 
-    var records: [VersionRecord] = []
-    for change in changes.sorted(by: {
-      (modificationMilliseconds(entries[$0.path]) ?? 0)
-        < (modificationMilliseconds(entries[$1.path]) ?? 0)
-    }) {
-      let now = modificationMilliseconds(entries[change.path]) ?? wallMilliseconds()
-      records += author.record([change], known: known, now: now)
+    // A file whose content stayed but whose mtime changed (touch, cp -p of the same bytes)
+    // is a new version too, so that every device shows the same time.
+    let changedPaths = Set(changes.map(\.path))
+    for path in coverage.sorted() where !changedPaths.contains(path) {
+      guard let previous = before[path], let content = after[path], content == previous.content,
+        let time = fileTime(entries[path]), time != previous.contentTime
+      else { continue }
+      changes.append(PendingChange(path: path, content: content, parents: [previous.id]))
     }
+    // Each file carries its own mtime; the clock orders versions and only moves forward, so
+    // it must not stand for a file's time (a past mtime from tar or cp -p would be lost).
+    changes = changes.map { change in
+      guard change.content.blobHash != nil, let time = fileTime(entries[change.path]) else {
+        return change
+      }
+      return change.with(contentTime: time)
+    }
+    let records = author.record(changes, known: known, now: wallMilliseconds())
 
     var durable: [SyncChange] = []
     for record in records {
@@ -114,9 +124,12 @@ extension SyncEngine {
     tree.conflictsChanged(at: touched)
   }
 
-  private func modificationMilliseconds(_ entry: LocalEntry?) -> UInt64? {
-    if case .file(_, _, let mtime, _, _) = entry, mtime > 0 { return UInt64(mtime / 1_000_000) }
-    return nil
+  /// The mtime that a version of this entry carries: files' and symlinks'.
+  private func fileTime(_ entry: LocalEntry?) -> Int64? {
+    switch entry {
+    case .file(_, _, let mtime, _, _)?, .symlink(_, let mtime)?: mtime
+    default: nil
+    }
   }
 
   func shownRecord(_ path: DocumentPath, _ record: VersionRecord, _ entry: LocalEntry?)
@@ -151,7 +164,7 @@ extension SyncEngine {
       return .file(hash: hash, size: UInt64(copied), executable: executable)
     case .directory:
       return .directory
-    case .symlink(let target):
+    case .symlink(let target, _):
       let hash = try blobs.add(bytes: target)
       return .symlink(hash: hash, size: UInt64(target.count))
     case .special:
@@ -192,6 +205,7 @@ extension SyncEngine {
       target = record
       if previous?.versionID == record.id.bytes, matches(local, previous, record) { return true }
       if let previousVersion, previousVersion.content == record.content,
+        previousVersion.contentTime == record.contentTime,
         matches(local, previous, previousVersion)
       {
         return show(path, record, local)
@@ -202,10 +216,11 @@ extension SyncEngine {
           blobs.remove(hash)
           return false
         }
-        if local == .symlink(target: target) { return show(path, record, local) }
-        change = .symlink(
-          path: path, target: target,
-          modificationTime: Int64(record.modified.wallMilliseconds) * 1_000_000)
+        let time = record.contentTime ?? Int64(record.modified.wallMilliseconds) * 1_000_000
+        if local == .symlink(target: target, modificationTime: time) {
+          return show(path, record, local)
+        }
+        change = .symlink(path: path, target: target, modificationTime: time)
       } else {
         guard blobs.verify(hash) else {
           logger.error("local blob \(hash.hex) does not match its hash; fetching it again")
@@ -215,7 +230,8 @@ extension SyncEngine {
         guard case .file(_, _, let executable) = record.content else { return true }
         change = .file(
           path: path, blob: blobs.path(hash), executable: executable,
-          modificationTime: Int64(record.modified.wallMilliseconds) * 1_000_000)
+          modificationTime: record.contentTime
+            ?? Int64(record.modified.wallMilliseconds) * 1_000_000)
       }
     case .directory(let record):
       target = record

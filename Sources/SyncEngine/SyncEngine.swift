@@ -52,6 +52,9 @@ public final class SyncEngine: @unchecked Sendable {
   var author: VersionAuthor
   var cursor: HubCursor
   var deferred: Set<DocumentPath> = []
+  /// Versions whose content this device cannot provide (its blob was damaged and the file
+  /// has changed since): not retried until the next start, and reported by `synchronize`.
+  var stalled: Set<VersionID> = []
   weak var tree: (any LocalTree)?
   var paused = false
   var offline: (since: UInt64, reason: String)?
@@ -60,6 +63,7 @@ public final class SyncEngine: @unchecked Sendable {
   var syncCompleted: UInt64 = 0
   var running = false
   private var loop: Task<Void, Never>?
+  private let executor = EngineExecutor(name: "docsync-sync")
 
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
@@ -152,7 +156,7 @@ public final class SyncEngine: @unchecked Sendable {
       noteOfflineChanges(tree)
       running = true
     }
-    loop = Task.detached { [self] in await run() }
+    loop = Task(executorPreference: executor) { [self] in await run() }
   }
 
   /// Stops the loop and records what is still pending locally (it goes out at the next mount).
@@ -209,9 +213,20 @@ public final class SyncEngine: @unchecked Sendable {
       return syncRequested
     }
     let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-      if withLock({ syncCompleted >= target }) { return }
+    while true {
+      if withLock({ syncCompleted >= target }) {
+        let stuck = withLock { stalled.compactMap { known[$0]?.path.description }.sorted() }
+        if !stuck.isEmpty {
+          throw .local(
+            "cannot upload \(stuck.joined(separator: ", ")): the saved content is damaged "
+              + "and the file has changed since (see the log)")
+        }
+        return
+      }
       if withLock({ paused }) { throw .paused }
+      // Checked after the completion test, so a caller that was not scheduled for a while
+      // still sees a sync that finished in time.
+      if ContinuousClock.now >= deadline { break }
       try? await Task.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in

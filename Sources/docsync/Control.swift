@@ -100,15 +100,7 @@ enum Control {
     }
     writeText(line + "\n", to: fd)
     shutdown(fd, Int32(SHUT_WR))
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      bytes += buffer[0..<n]
-    }
-    let response = String(decoding: bytes, as: UTF8.self)
+    let response = String(decoding: readToEnd(fd), as: UTF8.self)
     if response.hasPrefix("ok") {
       return String(response.dropFirst(2).drop { $0 == "\n" })
     }

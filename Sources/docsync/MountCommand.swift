@@ -208,14 +208,7 @@ struct MountCommand: ParsableCommand {
     guard result == 0 else {
       throw CommandFailure("cannot start the mount process: \(errorText(result))")
     }
-    var output: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      output += buffer[0..<n]
-    }
+    let output = readToEnd(pipeEnds[0])
     let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
     if lines.contains(where: { $0.hasPrefix("ready ") }) { return }
     var status: Int32 = 0

@@ -57,6 +57,11 @@ func readTextFile(_ path: String) -> String? {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else { return nil }
   defer { close(fd) }
+  return String(decoding: readToEnd(fd), as: UTF8.self)
+}
+
+/// Everything a descriptor has to give, until end of file or an error.
+func readToEnd(_ fd: Int32) -> [UInt8] {
   var bytes: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 65536)
   while true {
@@ -65,7 +70,7 @@ func readTextFile(_ path: String) -> String? {
     if n <= 0 { break }
     bytes += buffer[0..<n]
   }
-  return String(decoding: bytes, as: UTF8.self)
+  return bytes
 }
 
 func errorText(_ code: Int32) -> String { String(cString: strerror(code)) }
@@ -93,14 +98,7 @@ func runProgram(_ arguments: [String]) -> (status: Int32, errorOutput: String) {
   close(pipeEnds[1])
   defer { close(pipeEnds[0]) }
   guard result == 0 else { return (-1, errorText(result)) }
-  var output: [UInt8] = []
-  var buffer = [UInt8](repeating: 0, count: 4096)
-  while true {
-    let n = buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
-    if n < 0 && errno == EINTR { continue }
-    if n <= 0 { break }
-    output += buffer[0..<n]
-  }
+  let output = readToEnd(pipeEnds[0])
   var status: Int32 = 0
   while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
   let exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
