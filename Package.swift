@@ -15,6 +15,7 @@ let package = Package(
     .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
   ],
   targets: [
     .systemLibrary(
@@ -48,6 +49,16 @@ let package = Package(
       ],
       swiftSettings: strict
     ),
+    .target(
+      name: "PostgresHub",
+      dependencies: [
+        "Hub",
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
+      resources: [.embedInCode("Migrations/v0001_accounts_records_blobs.sql")],
+      swiftSettings: strict
+    ),
     .executableTarget(
       name: "hub-stress",
       dependencies: ["Hub"],
@@ -79,7 +90,7 @@ let package = Package(
     .executableTarget(
       name: "docsync",
       dependencies: [
-        "FuseMount", "SyncEngine", "Hub", "DocumentModel",
+        "FuseMount", "SyncEngine", "Hub", "PostgresHub", "DocumentModel",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -105,7 +116,10 @@ let package = Package(
     .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
     .testTarget(
       name: "HubTests",
-      dependencies: ["Hub", .product(name: "GRDB", package: "GRDB.swift")],
+      dependencies: [
+        "Hub", "PostgresHub", .product(name: "GRDB", package: "GRDB.swift"),
+        .product(name: "PostgresNIO", package: "postgres-nio"),
+      ],
       swiftSettings: strict
     ),
     .testTarget(

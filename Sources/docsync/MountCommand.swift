@@ -132,7 +132,7 @@ struct MountCommand: ParsableCommand {
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
     let engine: SyncEngine
     do {
-      let hubInstance = try openHub(location: hubLocation)
+      let hubInstance = try openAnyHub(location: hubLocation)
       engine = try SyncEngine(
         store: store, hub: hubInstance, hubDescription: hubLocation,
         deviceName: device ?? Self.hostName())

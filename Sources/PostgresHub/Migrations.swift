@@ -1,0 +1,83 @@
+import Foundation
+import PostgresNIO
+
+/// The hub's schema steps, applied in order on first use and recorded in `docsync.migrations`.
+///
+/// Each step is a SQL file in `Migrations/`, embedded in the binary, so that
+/// `Tools/postgres-account` applies the very same text with psql. Released steps are never
+/// edited: a change is a new file.
+enum Migrations {
+  static let steps: [(version: Int, name: String, sql: [UInt8])] = [
+    (1, "v0001_accounts_records_blobs", PackageResources.v0001_accounts_records_blobs_sql)
+  ]
+
+  /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
+  static let lockKey: Int64 = 0x646f_6373_796e_63
+
+  static func run(on connection: PostgresConnection) async throws {
+    let logger = Connections.logger
+    // Look first, without locking or creating anything: a device role may not create the
+    // schema, and need not once an administrator has.
+    if try await appliedVersion(connection) >= steps.last!.version { return }
+    try await connection.query("BEGIN", logger: logger)
+    do {
+      // Two devices that open a new hub at once: the second waits here, then finds the steps
+      // applied.
+      try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
+      try await connection.query("CREATE SCHEMA IF NOT EXISTS docsync", logger: logger)
+      try await connection.query(
+        """
+        CREATE TABLE IF NOT EXISTS docsync.migrations (
+          version integer PRIMARY KEY, name text NOT NULL,
+          applied timestamptz NOT NULL DEFAULT now())
+        """, logger: logger)
+      let applied = try await appliedVersion(connection)
+      for step in steps where step.version > applied {
+        // postgres-nio speaks the extended protocol, one statement per query.
+        for statement in statements(of: String(decoding: step.sql, as: UTF8.self)) {
+          try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
+        try await connection.query(
+          "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))",
+          logger: logger)
+      }
+      try await connection.query("COMMIT", logger: logger)
+    } catch {
+      _ = try? await connection.query("ROLLBACK", logger: logger)
+      throw error
+    }
+  }
+
+  static func appliedVersion(_ connection: PostgresConnection) async throws -> Int {
+    let exists = try await connection.query(
+      "SELECT to_regclass('docsync.migrations') IS NOT NULL", logger: Connections.logger)
+    for try await present in exists.decode(Bool.self) where !present { return 0 }
+    let rows = try await connection.query(
+      "SELECT coalesce(max(version), 0)::bigint FROM docsync.migrations",
+      logger: Connections.logger)
+    for try await version in rows.decode(Int.self) { return version }
+    return 0
+  }
+
+  /// The statements of a migration file: split at a `;` that ends a line outside a `$$` body;
+  /// whole-line `--` comments dropped. The files are written to that rule.
+  static func statements(of sql: String) -> [String] {
+    var statements: [String] = []
+    var current = ""
+    var inBody = false
+    for line in sql.split(separator: "\n", omittingEmptySubsequences: false) {
+      let trimmed = line.trimmingCharacters(in: .whitespaces)
+      if !inBody && (trimmed.hasPrefix("--") || trimmed.isEmpty) { continue }
+      if line.components(separatedBy: "$$").count % 2 == 0 { inBody.toggle() }
+      current += line + "\n"
+      if !inBody && trimmed.hasSuffix(";") {
+        statements.append(current)
+        current = ""
+      }
+    }
+    if !current.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+      statements.append(current)
+    }
+    return statements
+  }
+}

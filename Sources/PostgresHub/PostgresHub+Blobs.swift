@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+import Hub
+import PostgresNIO
+
+// A blob travels in chunks of ``PostgresHub/chunkSize`` bytes, one statement each, so a file of
+// several GiB goes up and down holding one chunk in memory, and no transaction stays open for
+// the length of a transfer. Each chunk is stored with its own SHA-256, checked as it arrives on
+// fetch, so damage is reported at the chunk it is in; the blob's hash is checked as well.
+
+extension PostgresHub {
+  public func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {
+    if try await hasBlob(hash: hash) { return }
+    let upload = UUID()
+    try await withConnection { connection -> Void in
+      try await connection.query(
+        "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))",
+        logger: Connections.logger)
+    }
+    do throws(HubError) {
+      var hasher = SHA256()
+      var offset: Int64 = 0
+      var index = 0
+      while true {
+        let chunk = try readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        if chunk.isEmpty { break }
+        hasher.update(data: chunk)
+        let chunkHash = Array(SHA256.hash(data: chunk))
+        let chunkIndex = index
+        try await withConnection { connection -> Void in
+          try await connection.query(
+            """
+            INSERT INTO docsync.chunks (upload, index, hash, data) VALUES (
+              \(upload), \(chunkIndex), \(ByteBuffer(bytes: chunkHash)), \(ByteBuffer(bytes: chunk)))
+            """, logger: Connections.logger)
+        }
+        offset += Int64(chunk.count)
+        index += 1
+      }
+      let digest = Array(hasher.finalize())
+      guard digest == hash else {
+        throw HubError.integrity(
+          "the file's SHA-256 is \(hex(digest)), not the \(hex(hash)) it was put under")
+      }
+      let size = offset
+      let stored = try await withConnection { connection -> Bool in
+        let rows = try await connection.query(
+          """
+          INSERT INTO docsync.blobs (hash, size, upload)
+          VALUES (\(ByteBuffer(bytes: hash)), \(size), \(upload))
+          ON CONFLICT DO NOTHING RETURNING true
+          """, logger: Connections.logger)
+        var inserted = false
+        for try await _ in rows { inserted = true }
+        return inserted
+      }
+      // Another device completed the same blob first; its copy is as good as ours.
+      if !stored { try await discard(upload: upload) }
+    } catch {
+      try? await discard(upload: upload)
+      throw error
+    }
+  }
+
+  public func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool {
+    try await withConnection { connection -> Bool in
+      let rows = try await connection.query(
+        """
+        SELECT EXISTS (SELECT 1 FROM docsync.blobs
+          WHERE account = docsync.current_account() AND hash = \(ByteBuffer(bytes: hash)))
+        """, logger: Connections.logger)
+      for try await exists in rows.decode(Bool.self) { return exists }
+      return false
+    }
+  }
+
+  public func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError) {
+    let stored = try await withConnection { connection -> (size: Int64, upload: UUID)? in
+      let rows = try await connection.query(
+        """
+        SELECT size, upload FROM docsync.blobs
+        WHERE account = docsync.current_account() AND hash = \(ByteBuffer(bytes: hash))
+        """, logger: Connections.logger)
+      for try await (size, upload) in rows.decode((Int64, UUID).self) { return (size, upload) }
+      return nil
+    }
+    guard let stored else { throw .missingBlob(hash) }
+    var hasher = SHA256()
+    var offset: Int64 = 0
+    var index = 0
+    // A stored blob is immutable, so reading it chunk by chunk in separate statements is safe.
+    while true {
+      let chunkIndex = index
+      let row = try await withConnection { connection -> (ByteBuffer, ByteBuffer)? in
+        let rows = try await connection.query(
+          """
+          SELECT hash, data FROM docsync.chunks
+          WHERE upload = \(stored.upload) AND index = \(chunkIndex)
+          """, logger: Connections.logger)
+        for try await row in rows.decode((ByteBuffer, ByteBuffer).self) { return row }
+        return nil
+      }
+      guard let (chunkHash, data) = row else { break }
+      let bytes = Array(data.readableBytesView)
+      guard Array(SHA256.hash(data: bytes)) == Array(chunkHash.readableBytesView) else {
+        throw .integrity("chunk \(index) of blob \(hex(hash)) arrived damaged")
+      }
+      hasher.update(data: bytes)
+      try writeAll(fileDescriptor, bytes, at: offset)
+      offset += Int64(bytes.count)
+      index += 1
+    }
+    if ftruncate(fileDescriptor, off_t(offset)) != 0 {
+      throw .failed("cannot truncate the file for blob \(hex(hash)): \(errnoText())")
+    }
+    guard offset == stored.size else {
+      throw .integrity("blob \(hex(hash)) arrived with \(offset) bytes instead of \(stored.size)")
+    }
+    let digest = Array(hasher.finalize())
+    guard digest == hash else {
+      throw .integrity("blob \(hex(hash)) arrived with SHA-256 \(hex(digest))")
+    }
+  }
+
+  private func discard(upload: UUID) async throws(HubError) {
+    try await withConnection { connection -> Void in
+      try await connection.query(
+        "DELETE FROM docsync.uploads WHERE id = \(upload)", logger: Connections.logger)
+    }
+  }
+}
+
+/// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
+private func readChunk(_ fd: Int32, at offset: Int64, count: Int) throws(HubError) -> [UInt8] {
+  var buffer = [UInt8](repeating: 0, count: count)
+  var filled = 0
+  while filled < count {
+    let got = buffer.withUnsafeMutableBytes { bytes in
+      pread(fd, bytes.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+    }
+    if got < 0 {
+      if errno == EINTR { continue }
+      throw .failed("cannot read the blob's file: \(errnoText())")
+    }
+    if got == 0 { break }
+    filled += got
+  }
+  buffer.removeLast(count - filled)
+  return buffer
+}
+
+private func writeAll(_ fd: Int32, _ data: [UInt8], at offset: Int64) throws(HubError) {
+  var written = 0
+  while written < data.count {
+    let put = data.withUnsafeBytes { bytes in
+      pwrite(fd, bytes.baseAddress! + written, data.count - written, off_t(offset) + off_t(written))
+    }
+    if put < 0 {
+      if errno == EINTR { continue }
+      throw .failed("cannot write the blob's file: \(errnoText())")
+    }
+    written += put
+  }
+}
+
+private func errnoText() -> String {
+  String(cString: strerror(errno))
+}

@@ -1,0 +1,139 @@
+import Hub
+import PostgresNIO
+
+// Why a cursor never skips a record that commits late: see docsync.before_record_insert in
+// Migrations/v0001_accounts_records_blobs.sql. Every insert into docsync.records takes its seq
+// from the account's row in docsync.heads with an upsert, which holds that row's lock until the
+// transaction ends. A writer that took seq N therefore commits or rolls back before any other
+// writer of the account can take N + 1, so seq order is commit order and "seq > cursor" is safe.
+// The price is that one account's appends are serialised, which a library of one person's
+// documents never notices. A rolled-back append leaves no gap: its increment of the head rolls
+// back with it.
+
+extension PostgresHub {
+  public func append(_ records: [HubRecord]) async throws(HubError) {
+    if records.isEmpty { return }
+    try await withTransaction { connection in
+      let logger = Connections.logger
+      // Take the head lock first, so that checking for known ids and inserting are one step
+      // with respect to other writers of the account.
+      let head = try await connection.query(
+        """
+        INSERT INTO docsync.heads AS h (seq) VALUES (0)
+        ON CONFLICT (account) DO UPDATE SET seq = h.seq RETURNING seq
+        """, logger: logger)
+      for try await _ in head {}
+      for record in records {
+        let known = try await connection.query(
+          """
+          SELECT payload FROM docsync.records
+          WHERE account = docsync.current_account() AND id = \(ByteBuffer(bytes: record.id))
+          """, logger: logger)
+        var payload: ByteBuffer?
+        for try await stored in known.decode(ByteBuffer.self) { payload = stored }
+        if let payload {
+          // Ids are derived from content, so the same id with other bytes is a forgery or a bug
+          // on some device: refuse it rather than silently keep one of the two.
+          guard Array(payload.readableBytesView) == record.payload else {
+            throw HubError.integrity(
+              "record \(hex(record.id)) is already in the hub with a different payload")
+          }
+          continue
+        }
+        if !record.blobs.isEmpty {
+          let present = try await connection.query(
+            """
+            SELECT hash FROM docsync.blobs WHERE account = docsync.current_account()
+            AND hash = ANY(\(record.blobs.map { ByteBuffer(bytes: $0) }))
+            """, logger: logger)
+          var found = Set<[UInt8]>()
+          for try await hash in present.decode(ByteBuffer.self) {
+            found.insert(Array(hash.readableBytesView))
+          }
+          if let missing = record.blobs.first(where: { !found.contains($0) }) {
+            throw HubError.missingBlob(missing)
+          }
+        }
+        try await connection.query(
+          """
+          INSERT INTO docsync.records (id, payload, blobs) VALUES (
+            \(ByteBuffer(bytes: record.id)), \(ByteBuffer(bytes: record.payload)),
+            \(record.blobs.map { ByteBuffer(bytes: $0) }))
+          """, logger: logger)
+      }
+    }
+  }
+
+  public func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage {
+    guard limit > 0 else { throw .failed("a page of records needs a positive limit, not \(limit)") }
+    let after = try Self.sequence(of: cursor)
+    return try await withConnection { connection in
+      let rows = try await connection.query(
+        """
+        SELECT seq, id, payload, blobs FROM docsync.records
+        WHERE account = docsync.current_account() AND seq > \(after)
+        ORDER BY seq LIMIT \(limit)
+        """, logger: Connections.logger)
+      var records: [HubRecord] = []
+      var last = after
+      for try await (seq, id, payload, blobs) in rows.decode(
+        (Int64, ByteBuffer, ByteBuffer, [ByteBuffer]).self)
+      {
+        records.append(
+          HubRecord(
+            id: Array(id.readableBytesView), payload: Array(payload.readableBytesView),
+            blobs: blobs.map { Array($0.readableBytesView) }))
+        last = seq
+      }
+      return HubPage(records: records, cursor: records.isEmpty ? cursor : Self.cursor(at: last))
+    }
+  }
+
+  /// Waits for a notification on the account's channel, and looks at the records after each one
+  /// and at least every ``pollInterval``: a notification sent while the listening connection was
+  /// down is lost, and the look catches what it announced.
+  public func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError)
+    -> Bool
+  {
+    let after = try Self.sequence(of: cursor)
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: timeout)
+    while true {
+      // Read the generation before looking, so a notification in between is not missed.
+      let seen = changes.generation
+      let changed = try await withConnection { connection in
+        let rows = try await connection.query(
+          """
+          SELECT EXISTS (SELECT 1 FROM docsync.records
+            WHERE account = docsync.current_account() AND seq > \(after))
+          """, logger: Connections.logger)
+        for try await exists in rows.decode(Bool.self) { return exists }
+        return false
+      }
+      if changed { return true }
+      let left = clock.now.duration(to: deadline)
+      if left <= .zero || Task.isCancelled { return false }
+      await changes.wait(after: seen, timeout: min(Self.pollInterval, left))
+    }
+  }
+
+  /// The cursor of a PostgreSQL hub is the decimal seq of the last record seen.
+  static func sequence(of cursor: HubCursor) throws(HubError) -> Int64 {
+    if cursor.serialized.isEmpty { return 0 }
+    guard let seq = Int64(cursor.serialized), seq >= 0 else {
+      throw .failed("\"\(cursor.serialized)\" is not a cursor of a PostgreSQL hub")
+    }
+    return seq
+  }
+
+  static func cursor(at seq: Int64) -> HubCursor {
+    HubCursor(serialized: String(seq))
+  }
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+  bytes.map {
+    String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+  }
+  .joined()
+}

@@ -1,0 +1,293 @@
+import Foundation
+import Hub
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The hub on a PostgreSQL server, for devices on different machines.
+///
+/// Opening one does not connect: the first operation does, so a mount starts while the server is
+/// away, its operations fail with ``HubError/unreachable(_:)`` until the server returns, and the
+/// sync engine retries. A device connects as a role of its account; row-level security (see the
+/// migrations) keeps every other account's records and blobs invisible and unwritable.
+public final class PostgresHub: Hub {
+  /// Where the hub is, with any password left out.
+  public let location: PostgresLocation
+
+  let configuration: PostgresConnection.Configuration
+  let connections: Connections
+  let changes = ChangeSignal()
+  private let listener: Task<Void, Never>
+
+  /// Bytes per stored chunk, and the most a blob transfer holds in memory at once.
+  static let chunkSize = 1 << 20
+
+  /// How often ``waitForChanges(after:timeout:)`` looks at the records even without a
+  /// notification: a notification sent while the listening connection was down is lost.
+  static let pollInterval = Duration.seconds(1)
+
+  /// Parses `location` and prepares the connection settings; connects on first use.
+  public init(location: String) throws(HubError) {
+    self.location = try PostgresLocation(parsing: location)
+    configuration = try self.location.connectionConfiguration()
+    connections = Connections(configuration: configuration, description: self.location.description)
+    listener = Task { [connections, changes] in
+      await Self.listen(connections: connections, changes: changes)
+    }
+  }
+
+  deinit {
+    listener.cancel()
+    let connections = connections
+    Task { await connections.closeAll() }
+  }
+
+  /// Keeps one connection listening for the account's notifications, reconnecting after a
+  /// failure; every notification, and every loss of the connection, wakes the waiters so that
+  /// they look at the records themselves.
+  static func listen(connections: Connections, changes: ChangeSignal) async {
+    while !Task.isCancelled {
+      do {
+        let connection = try await connections.connectListener()
+        defer { Task { try? await connection.close() } }
+        let channel = try await accountChannel(connection)
+        try await connection.listen(on: channel) { notifications in
+          changes.listening(true)
+          for try await _ in notifications { changes.signal() }
+        }
+      } catch {}
+      changes.listening(false)
+      changes.signal()
+      try? await Task.sleep(for: .milliseconds(500))
+    }
+  }
+
+  /// The notification channel of the connected role's account: the account role's name.
+  static func accountChannel(_ connection: PostgresConnection) async throws -> String {
+    let rows = try await connection.query(
+      "SELECT docsync.current_account()::text", logger: Connections.logger)
+    for try await account in rows.decode(String?.self) {
+      if let account { return account }
+    }
+    throw HubError.noAccount
+  }
+
+  func withConnection<T: Sendable>(
+    _ body: @Sendable (PostgresConnection) async throws -> T
+  ) async throws(HubError) -> T {
+    let connection = try await connections.take()
+    do {
+      let value = try await body(connection)
+      await connections.giveBack(connection)
+      return value
+    } catch {
+      let hubError = HubError(postgres: error, location: location.description)
+      // A connection that failed for any reason but a refused statement may be mid-transaction
+      // or broken: close it rather than hand it to the next caller.
+      if case .server = (error as? PSQLError)?.code, !connection.isClosed {
+        await connections.giveBack(connection)
+      } else {
+        try? await connection.close()
+      }
+      throw hubError
+    }
+  }
+
+  /// Runs `body` in a transaction, rolled back when it throws.
+  func withTransaction<T: Sendable>(
+    _ body: @Sendable (PostgresConnection) async throws -> T
+  ) async throws(HubError) -> T {
+    try await withConnection { connection in
+      try await connection.query("BEGIN", logger: Connections.logger)
+      do {
+        let value = try await body(connection)
+        try await connection.query("COMMIT", logger: Connections.logger)
+        return value
+      } catch {
+        _ = try? await connection.query("ROLLBACK", logger: Connections.logger)
+        throw error
+      }
+    }
+  }
+}
+
+/// The hub's own small pool: idle connections are reused, a broken one is dropped, and a new one
+/// is opened on demand, so a server that went away is reconnected on the next operation.
+///
+/// PostgresClient's pool is not used because it keeps retrying a dead server while callers wait;
+/// a device that is offline should learn it at once and queue its work.
+actor Connections {
+  static let logger = Logger(label: "docsync.hub.postgres")
+
+  let configuration: PostgresConnection.Configuration
+  let description: String
+  private var idle: [PostgresConnection] = []
+  private var migrated = false
+  private var nextID = 0
+  private var closed = false
+
+  init(configuration: PostgresConnection.Configuration, description: String) {
+    self.configuration = configuration
+    self.description = description
+  }
+
+  func take() async throws(HubError) -> PostgresConnection {
+    while let connection = idle.popLast() {
+      if !connection.isClosed { return connection }
+    }
+    let connection = try await open()
+    if !migrated {
+      do {
+        try await Migrations.run(on: connection)
+      } catch {
+        try? await connection.close()
+        throw HubError(postgres: error, location: description)
+      }
+      migrated = true
+    }
+    return connection
+  }
+
+  func giveBack(_ connection: PostgresConnection) async {
+    if closed || idle.count >= 4 {
+      try? await connection.close()
+    } else {
+      idle.append(connection)
+    }
+  }
+
+  func connectListener() async throws(HubError) -> PostgresConnection {
+    // Through take(), so that the schema exists before the listener asks for its account.
+    let connection = try await take()
+    return connection
+  }
+
+  func closeAll() async {
+    closed = true
+    for connection in idle { try? await connection.close() }
+    idle = []
+  }
+
+  private func open() async throws(HubError) -> PostgresConnection {
+    nextID += 1
+    do {
+      return try await PostgresConnection.connect(
+        configuration: configuration, id: nextID, logger: Self.logger)
+    } catch {
+      throw HubError(postgres: error, location: description)
+    }
+  }
+}
+
+/// Wakes ``PostgresHub/waitForChanges(after:timeout:)`` callers: a counter that notifications
+/// bump, so a waiter that read it before looking at the records cannot miss one in between.
+final class ChangeSignal: Sendable {
+  private struct State {
+    var generation = 0
+    var isListening = false
+    var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiter = 0
+  }
+  private let state = Mutex(State())
+
+  var generation: Int { state.withLock { $0.generation } }
+  var isListening: Bool { state.withLock { $0.isListening } }
+
+  func listening(_ value: Bool) {
+    state.withLock { $0.isListening = value }
+  }
+
+  func signal() {
+    let waiters = state.withLock { state in
+      state.generation += 1
+      defer { state.waiters = [:] }
+      return Array(state.waiters.values)
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// Returns once the generation passes `seen`, or after `timeout`, or on cancellation.
+  func wait(after seen: Int, timeout: Duration) async {
+    let id = state.withLock { state in
+      state.nextWaiter += 1
+      return state.nextWaiter
+    }
+    let timer = Task { [weak self] in
+      try? await Task.sleep(for: timeout)
+      self?.resume(id)
+    }
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        let now = state.withLock { state -> Bool in
+          if state.generation != seen || Task.isCancelled { return true }
+          state.waiters[id] = continuation
+          return false
+        }
+        if now { continuation.resume() }
+      }
+    } onCancel: {
+      self.resume(id)
+    }
+    timer.cancel()
+  }
+
+  private func resume(_ id: Int) {
+    let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+    waiter?.resume()
+  }
+}
+
+extension HubError {
+  static let noAccount = HubError.invalidLocation(
+    "the role belongs to no docsync account; an administrator adds it with Tools/postgres-account")
+
+  /// Sorts a postgres-nio failure into what a caller can do about it, in one line.
+  init(postgres error: any Error, location: String) {
+    if let error = error as? HubError {
+      self = error
+      return
+    }
+    guard let error = error as? PSQLError else {
+      self = .unreachable("\(location): \(oneLine(String(describing: error)))")
+      return
+    }
+    let underlying = error.underlying.map { oneLine(String(describing: $0)) } ?? "\(error.code)"
+    switch error.code {
+    case .server:
+      let state = error.serverInfo?[.sqlState] ?? ""
+      let message = oneLine(error.serverInfo?[.message] ?? "the server refused the request")
+      switch state {
+      case "28P01", "28000":
+        self = .invalidLocation("\(location): \(message) (check PGPASSWORD or ~/.pgpass)")
+      case "23502":
+        // A NOT NULL account: docsync.current_account() found none for this role.
+        self = .noAccount
+      case "3D000", "42501":
+        self = .invalidLocation("\(location): \(message)")
+      case _ where state.hasPrefix("08") || state.hasPrefix("57") || state == "53300":
+        self = .unreachable("\(location): \(message)")
+      default:
+        self = .failed("\(location): \(message)")
+      }
+    case .sslUnsupported:
+      self = .invalidLocation(
+        "\(location): the server does not offer TLS, which sslmode requires")
+    case .failedToAddSSLHandler:
+      self = .invalidLocation("\(location): cannot start TLS: \(underlying)")
+    case .connectionError:
+      self =
+        (error.underlying is NIOSSLError || error.underlying is BoringSSLError)
+        ? .invalidLocation("\(location): TLS failed: \(underlying)")
+        : .unreachable("cannot connect to \(location): \(underlying)")
+    case .authMechanismRequiresPassword:
+      self = .invalidLocation(
+        "\(location): the server asks for a password; set PGPASSWORD or add it to ~/.pgpass")
+    default:
+      if error.underlying is NIOSSLError || error.underlying is BoringSSLError {
+        self = .invalidLocation("\(location): TLS failed: \(underlying)")
+      } else {
+        self = .unreachable("\(location): \(underlying)")
+      }
+    }
+  }
+}

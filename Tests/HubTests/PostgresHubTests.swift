@@ -1,0 +1,356 @@
+import Foundation
+import Hub
+import PostgresHub
+import PostgresNIO
+import Synchronization
+import Testing
+
+@Suite("PostgresHub", .enabled(if: PostgresTestCluster.isEnabled))
+struct PostgresHubTests {
+  /// A writer that holds its transaction open with seq 1 must not let a reader pass it when a
+  /// later writer commits: the later one waits for the head lock, so nothing commits past it.
+  @Test func aCursorNeverSkipsARecordThatCommitsLate() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let device = PostgresTestCluster.uniqueName("dev")
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("acct"), device: device,
+      password: "pw")
+    let reader = try PostgresHub(location: url)
+    let writer = try PostgresHub(location: url)
+    let early = makeRecord("early"), late = makeRecord("late")
+
+    try await PostgresTestCluster.withConnection(user: device, password: "pw", database: database) {
+      slow in
+      // Raw SQL in a second connection: insert and keep the transaction open.
+      try await slow.query("BEGIN", logger: PostgresTestCluster.logger)
+      try await slow.query(
+        """
+        INSERT INTO docsync.records (id, payload, blobs)
+        VALUES (\(ByteBuffer(bytes: early.id)), \(ByteBuffer(bytes: early.payload)), '{}')
+        """, logger: PostgresTestCluster.logger)
+      let lateAppend = Task { try await writer.append([late]) }
+      try await Task.sleep(for: .milliseconds(300))
+      // The late writer is waiting; a reader sees neither yet, and keeps its cursor.
+      let during = try await reader.records(after: .start, limit: 10)
+      #expect(during.records.isEmpty)
+      #expect(during.cursor == .start)
+      try await slow.query("COMMIT", logger: PostgresTestCluster.logger)
+      try await lateAppend.value
+    }
+    let after = try await allRecords(reader)
+    #expect(after == [early, late])
+  }
+
+  /// Several hubs (each its own server sessions) and several psql processes append at once while
+  /// a reader pages through: every record is seen exactly once.
+  @Test func concurrentAppendersNeitherLoseNorDuplicate() async throws {
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let reader = try PostgresHub(location: url)
+    let hubWriters = 4, psqlWriters = 2, perWriter = 60
+    let done = Finished()
+    let writers = Task {
+      defer { done.set() }
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        for writer in 0..<hubWriters {
+          group.addTask {
+            let hub = try PostgresHub(location: url)
+            for batch in stride(from: 0, to: perWriter, by: 5) {
+              let records = (batch..<batch + 5).map { index in
+                HubRecord(
+                  id: HubHash.sha256(Array("w\(writer) \(index)".utf8)),
+                  payload: Array("w\(writer) \(index)".utf8))
+              }
+              try await hub.append(records)
+            }
+          }
+        }
+        for writer in 0..<psqlWriters {
+          group.addTask {
+            let sql = (0..<perWriter).map { index in
+              "INSERT INTO docsync.records (id, payload, blobs) VALUES "
+                + "(sha256('p\(writer) \(index)'::bytea), 'p\(writer) \(index)'::bytea, '{}');"
+            }.joined(separator: "\n")
+            try runPsql(url: url, sql: sql)
+          }
+        }
+        try await group.waitForAll()
+      }
+    }
+    var seen: [HubRecord] = []
+    var cursor = HubCursor.start
+    var drained = false
+    while true {
+      let page = try await reader.records(after: cursor, limit: 7)
+      if page.records.isEmpty {
+        if drained { break }
+        if done.value {
+          drained = true
+          continue
+        }
+        _ = try await reader.waitForChanges(after: cursor, timeout: .milliseconds(200))
+        continue
+      }
+      seen += page.records
+      cursor = page.cursor
+    }
+    try await writers.value
+    let total = (hubWriters + psqlWriters) * perWriter
+    #expect(seen.count == total)
+    #expect(Set(seen.map(\.id)).count == total)
+    #expect(try await allRecords(reader) == seen)
+    print("postgres hub stress: \(total) records from \(hubWriters) hubs and \(psqlWriters) psql")
+  }
+
+  /// Whatever SQL a role of account X sends, account Y's rows stay invisible and untouched.
+  @Test func anotherAccountIsInvisibleAndUnwritable() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let xDevice = PostgresTestCluster.uniqueName("x")
+    let yAccount = PostgresTestCluster.uniqueName("y")
+    let xURL = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
+      password: "x-pw")
+    let yURL = try PostgresTestCluster.createAccount(
+      database: database, account: yAccount, device: PostgresTestCluster.uniqueName("y"),
+      password: "y-pw")
+    let yHub = try PostgresHub(location: yURL)
+    let yBlob = try await putBlob(yHub, Array("y's secret".utf8))
+    try await yHub.append([makeRecord("y's record", blobs: [yBlob])])
+
+    let xHub = try PostgresHub(location: xURL)
+    #expect(try await allRecords(xHub).isEmpty)
+    #expect(try await !xHub.hasBlob(hash: yBlob))
+    // X cannot name Y's blob in a record of its own either.
+    await #expect(throws: HubError.missingBlob(yBlob)) {
+      try await xHub.append([makeRecord("x", blobs: [yBlob])])
+    }
+
+    let yRole = "docsync_account_\(yAccount)"
+    try await PostgresTestCluster.withConnection(
+      user: xDevice, password: "x-pw", database: database
+    ) { x in
+      for table in ["records", "blobs", "chunks", "uploads", "heads"] {
+        let rows = try await x.query(
+          PostgresQuery(unsafeSQL: "SELECT count(*) FROM docsync.\(table)"),
+          logger: PostgresTestCluster.logger)
+        for try await count in rows.decode(Int.self) { #expect(count == 0, "\(table)") }
+      }
+      let attempts = [
+        "UPDATE docsync.records SET payload = '\\x00'",
+        "DELETE FROM docsync.records",
+        "UPDATE docsync.blobs SET size = 0",
+        "DELETE FROM docsync.blobs",
+        "INSERT INTO docsync.records (account, id, payload, blobs) VALUES ('\(yRole)', '\\x01', '\\x01', '{}')",
+        "INSERT INTO docsync.blobs (account, hash, size, upload) SELECT '\(yRole)', '\\x01', 0, id FROM docsync.uploads",
+        "INSERT INTO docsync.uploads (id, account, hash) VALUES (gen_random_uuid(), '\(yRole)', '\\x01')",
+        "UPDATE docsync.heads SET seq = 0",
+        "DELETE FROM docsync.chunks",
+        "SET ROLE \(yRole)",
+        "ALTER TABLE docsync.records DISABLE ROW LEVEL SECURITY",
+      ]
+      for sql in attempts {
+        do {
+          try await x.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestCluster.logger)
+        } catch {
+          continue  // refused outright: fine
+        }
+        // Accepted statements (an UPDATE or DELETE that policies reduce to no rows) change
+        // nothing of Y's: checked below.
+      }
+    }
+    #expect(try await allRecords(yHub) == [makeRecord("y's record", blobs: [yBlob])])
+    #expect(try await fetchBlob(yHub, yBlob) == Array("y's secret".utf8))
+  }
+
+  @Test func badLocationsAreRefusedInOneLine() throws {
+    for location in [
+      "postgres://", "postgres://host/db", "postgres://me@/db",
+      "postgres://me@host/db?sslmode=sometimes", "postgres://me@host/db?colour=blue",
+      "postgres://me@host:99999/db",
+    ] {
+      #expect(throws: HubError.self, "\(location)") { try PostgresHub(location: location) }
+      do {
+        _ = try PostgresHub(location: location)
+      } catch {
+        guard case .invalidLocation(let reason) = error else {
+          Issue.record("\(location): \(error)")
+          continue
+        }
+        #expect(!reason.contains("\n"))
+      }
+    }
+  }
+
+  @Test func passwordsComeFromTheURLTheEnvironmentOrThePasswordFile() throws {
+    let folder = try ScratchFolder()
+    let file = folder.path + "/pgpass"
+    try "# comment\nother:5432:*:me:nope\n127.0.0.1:5433:*:me:from\\:file\n".write(
+      toFile: file, atomically: true, encoding: .utf8)
+    chmod(file, 0o600)
+    let base = "postgres://me@127.0.0.1:5433/db"
+    #expect(
+      try PostgresLocation(parsing: base, environment: ["PGPASSFILE": file]).password == "from:file"
+    )
+    #expect(
+      try PostgresLocation(parsing: base, environment: ["PGPASSFILE": file, "PGPASSWORD": "env"])
+        .password == "env")
+    #expect(
+      try PostgresLocation(
+        parsing: "postgres://me:url@127.0.0.1:5433/db", environment: ["PGPASSWORD": "env"]
+      )
+      .password == "url")
+    chmod(file, 0o644)  // readable by others: libpq ignores it, and so do we
+    #expect(try PostgresLocation(parsing: base, environment: ["PGPASSFILE": file]).password == nil)
+  }
+
+  @Test func anUnreachableHostIsOneClearLine() async throws {
+    // A port nothing listens on: connect refused at once.
+    let port = try unusedPort()
+    let hub = try PostgresHub(location: "postgres://me:pw@127.0.0.1:\(port)/db?sslmode=disable")
+    let error = await #expect(throws: HubError.self) { try await hub.append([makeRecord("a")]) }
+    guard case .unreachable(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(!reason.contains("\n") && reason.contains("127.0.0.1"))
+    print("unreachable: \(error!)")
+  }
+
+  @Test func aWrongPasswordIsOneClearLine() async throws {
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let wrong = url.replacingOccurrences(of: ":device-secret@", with: ":not-it@")
+    let error = await #expect(throws: HubError.self) {
+      _ = try await PostgresHub(location: wrong).hasBlob(hash: [1])
+    }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(!reason.contains("\n") && reason.contains("password authentication failed"))
+    print("wrong password: \(error!)")
+  }
+
+  @Test func sslRequireAgainstAServerWithoutTLSIsOneClearLine() async throws {
+    // What a server with ssl=off does: answer the SSLRequest with 'N'.
+    let server = try NoTLSServer()
+    let hub = try PostgresHub(
+      location: "postgres://me:pw@127.0.0.1:\(server.port)/db?sslmode=require")
+    let error = await #expect(throws: HubError.self) { try await hub.append([makeRecord("a")]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(!reason.contains("\n") && reason.contains("TLS"))
+    print("no TLS: \(error!)")
+  }
+
+  @Test(arguments: ["require", "verify-ca", "verify-full"])
+  func tlsWorksAgainstTheTestServer(_ mode: String) async throws {
+    let ca = try #require(PostgresTestCluster.certificateAuthority)
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let tlsURL =
+      url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=\(mode)")
+      + "&sslrootcert=\(ca)"
+    let hub = try PostgresHub(location: tlsURL)
+    try await hub.append([makeRecord("over TLS")])
+    #expect(try await allRecords(hub) == [makeRecord("over TLS")])
+  }
+
+  @Test func verifyFullRefusesACertificateFromAnotherCA() async throws {
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let folder = try ScratchFolder()
+    // A CA that did not sign the server's certificate.
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+    process.arguments = [
+      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other",
+      "-keyout", folder.path + "/other.key", "-out", folder.path + "/other.crt",
+    ]
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    let tlsURL =
+      url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=verify-full")
+      + "&sslrootcert=\(folder.path)/other.crt"
+    let error = await #expect(throws: HubError.self) {
+      try await PostgresHub(location: tlsURL).append([makeRecord("a")])
+    }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(!reason.contains("\n"))
+    print("untrusted certificate: \(error!)")
+  }
+
+  @Test func openAnyHubIsNotNeededForTheProtocol() throws {
+    // The Hub module still refuses postgres:// on its own: the docsync executable routes it here.
+    expectInvalidLocation("postgres://me@localhost/db", mentioning: "not available yet")
+  }
+}
+
+func runPsql(url: String, sql: String) throws {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+  process.arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", url]
+  let input = Pipe()
+  let output = Pipe()
+  process.standardInput = input
+  process.standardOutput = output
+  process.standardError = output
+  try process.run()
+  input.fileHandleForWriting.write(Data(sql.utf8))
+  try input.fileHandleForWriting.close()
+  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  process.waitUntilExit()
+  guard process.terminationStatus == 0 else { throw AccountFailed(output: "psql: " + text) }
+}
+
+func unusedPort() throws -> Int {
+  let server = try NoTLSServer()
+  return server.port  // closed when it goes away; nothing listens there afterwards
+}
+
+/// A loopback listener that answers a PostgreSQL SSLRequest with 'N', as a server without TLS.
+final class NoTLSServer: Sendable {
+  let port: Int
+  private let socket: Int32
+
+  init() throws {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+        bind(socket, raw, length) == 0 && listen(socket, 8) == 0
+          && getsockname(socket, raw, &length) == 0
+      }
+    }
+    guard bound else {
+      close(socket)
+      throw POSIXError(.EADDRINUSE)
+    }
+    self.socket = socket
+    port = Int(UInt16(bigEndian: address.sin_port))
+    let listening = socket
+    Thread.detachNewThread {
+      while true {
+        let client = accept(listening, nil, nil)
+        if client < 0 { return }
+        var request = [UInt8](repeating: 0, count: 8)
+        _ = read(client, &request, 8)
+        _ = write(client, "N", 1)
+        var rest = [UInt8](repeating: 0, count: 512)
+        _ = read(client, &rest, 512)
+        close(client)
+      }
+    }
+  }
+
+  deinit {
+    shutdown(socket, Int32(SHUT_RDWR))
+    close(socket)
+  }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import Hub
+import Logging
+import PostgresHub
+import PostgresNIO
+import Testing
+
+/// The private PostgreSQL cluster that Tools/test starts: `DOCSYNC_TEST_POSTGRES` is a superuser
+/// URL on 127.0.0.1, `DOCSYNC_TEST_POSTGRES_CA` the CA that signed the server's certificate.
+enum PostgresTestCluster {
+  static let environment = ProcessInfo.processInfo.environment
+  static let adminURL = environment["DOCSYNC_TEST_POSTGRES"]
+  static let certificateAuthority = environment["DOCSYNC_TEST_POSTGRES_CA"]
+
+  /// Locally the PostgreSQL tests skip without a cluster; under CI=true they run and fail.
+  static let isEnabled = adminURL != nil || environment["CI"] == "true"
+
+  static var admin: PostgresLocation {
+    get throws {
+      guard let adminURL else { throw ClusterMissing() }
+      return try PostgresLocation(parsing: adminURL)
+    }
+  }
+
+  static let repositoryRoot = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+  static func uniqueName(_ prefix: String) -> String {
+    prefix + "_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
+  }
+
+  /// Runs `sql` as the superuser in `database`.
+  static func adminQuery(_ sql: String, database: String = "postgres") async throws {
+    try await withAdminConnection(database: database) { connection -> Void in
+      try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
+    }
+  }
+
+  static func withAdminConnection<T: Sendable>(
+    database: String = "postgres", _ body: (PostgresConnection) async throws -> T
+  ) async throws -> T {
+    let admin = try admin
+    return try await withConnection(
+      user: admin.user, password: admin.password ?? "", database: database, body)
+  }
+
+  /// A plain connection with no hub in between, for raw SQL.
+  static func withConnection<T: Sendable>(
+    user: String, password: String, database: String,
+    _ body: (PostgresConnection) async throws -> T
+  ) async throws -> T {
+    let admin = try admin
+    let connection = try await PostgresConnection.connect(
+      configuration: .init(
+        host: admin.host, port: admin.port, username: user, password: password,
+        database: database, tls: .disable),
+      id: 1, logger: logger)
+    do {
+      let value = try await body(connection)
+      try await connection.close()
+      return value
+    } catch {
+      try? await connection.close()
+      throw error
+    }
+  }
+
+  static let logger = Logger(label: "hubtests.postgres")
+
+  /// A fresh database, created empty: the hub's schema comes from Tools/postgres-account.
+  static func createDatabase() async throws -> String {
+    let name = uniqueName("hubtest")
+    try await adminQuery("CREATE DATABASE \(name)")
+    return name
+  }
+
+  /// Runs Tools/postgres-account, the administrator's documented way, and returns the device's
+  /// hub URL.
+  static func createAccount(
+    database: String, account: String, device: String, password: String,
+    sslMode: String = "disable"
+  ) throws -> String {
+    let admin = try admin
+    let process = Process()
+    process.executableURL = repositoryRoot.appendingPathComponent("Tools/postgres-account")
+    process.arguments = [
+      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)",
+      account, device,
+    ]
+    process.environment = environment.merging(["DOCSYNC_DEVICE_PASSWORD": password]) { $1 }
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw AccountFailed(output: text) }
+    return "postgres://\(device):\(password)@\(admin.host):\(admin.port)/\(database)"
+      + "?sslmode=\(sslMode)"
+  }
+
+  /// A new database with one account and one device role in it.
+  static func freshHubURL() async throws -> (url: String, database: String) {
+    let database = try await createDatabase()
+    let url = try createAccount(
+      database: database, account: uniqueName("acct"), device: uniqueName("dev"),
+      password: "device-secret")
+    return (url, database)
+  }
+}
+
+struct ClusterMissing: Error, CustomStringConvertible {
+  var description: String {
+    "DOCSYNC_TEST_POSTGRES is not set: run the tests with Tools/test, which starts a cluster"
+  }
+}
+
+struct AccountFailed: Error, CustomStringConvertible {
+  let output: String
+  var description: String { "Tools/postgres-account failed: \(output)" }
+}
+
+func postgresFixture(url: String, database: String) throws -> HubFixture {
+  HubFixture(
+    hub: try PostgresHub(location: url),
+    openAnother: { try PostgresHub(location: url) },
+    corruptBlob: { hash in
+      // Raw SQL as the superuser, from outside the hub, as a damaged disk would: flip the first
+      // byte of the blob's first chunk.
+      try await PostgresTestCluster.withAdminConnection(database: database) { connection -> Void in
+        try await connection.query(
+          """
+          UPDATE docsync.chunks SET data = set_byte(data, 0, get_byte(data, 0) # 255)
+          WHERE index = 0 AND upload = (
+            SELECT upload FROM docsync.blobs WHERE hash = \(ByteBuffer(bytes: hash)))
+          """, logger: PostgresTestCluster.logger)
+      }
+    })
+}
+
+@Suite("PostgresHub conformance", .enabled(if: PostgresTestCluster.isEnabled))
+struct PostgresHubConformanceTests {
+  @Test(arguments: HubConformance.checks.map(\.name))
+  func check(_ name: String) async throws {
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    let fixture = try postgresFixture(url: url, database: database)
+    let check = try #require(HubConformance.checks.first { $0.name == name })
+    try await check.run(fixture)
+  }
+}
