@@ -73,6 +73,9 @@ class PassthroughTarget(DocsyncTarget):
     name = "passthrough_ll"
     label = "(b) passthrough_ll"
 
+    def mount_command(self):
+        return [self.binary, "mount", self.root, "--state", self.state]
+
 
 def drop_caches():
     """Cold reads need the page cache empty; a container may forbid it, which is reported."""
