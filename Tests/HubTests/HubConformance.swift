@@ -145,10 +145,9 @@ enum HubConformance {
     latencies.sort()
     let median = latencies[latencies.count / 2]
     let worst = latencies.last!
+    // `changed` proves each waiter was woken by the write, not by its own timeout; how fast is
+    // a measurement (Tools/bench), not a test, so a loaded machine cannot fail the suite.
     print("hub notification latency over \(latencies.count) writes: median \(median), max \(worst)")
-    // Generous: a notification is meant to take tens of milliseconds, but a loaded machine
-    // must not fail the suite.
-    #expect(worst < .seconds(2))
   }
 
   static func waitTimesOut(_ fixture: HubFixture) async throws {
