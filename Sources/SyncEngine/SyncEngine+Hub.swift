@@ -74,7 +74,11 @@ extension SyncEngine {
   func push() async throws(SyncError) {
     while true {
       let batch = withLock {
-        outbox.lazy.filter { !self.stalled.contains($0) }.prefix(64).compactMap { self.known[$0] }
+        paused
+          ? []
+          : outbox.lazy.filter { !self.stalled.contains($0) }.prefix(64).compactMap {
+            self.known[$0]
+          }
       }
       guard !batch.isEmpty else { return }
       var ready: [VersionRecord] = []
@@ -198,7 +202,10 @@ extension SyncEngine {
     for hash in Set(needed) {
       try await fetchBlob(hash)
     }
-    try withLock { () throws(SyncError) in
+    return try withLock { () throws(SyncError) -> Bool in
+      // `pause` may have returned while this page was on its way: it is then dropped, cursor
+      // and all, so that nothing arrives after a pause.
+      if paused { return false }
       var durable: [SyncChange] = fresh.map { .addVersion(id: $0.id.bytes, payload: $0.encoded) }
       durable.append(.setMetadata(key: "cursor", value: Array(page.cursor.serialized.utf8)))
       try persist(durable)
@@ -211,8 +218,8 @@ extension SyncEngine {
       }
       reconcile(touched)
       tree?.conflictsChanged(at: touched)
+      return true
     }
-    return true
   }
 
   /// Downloads a blob into the store, checking its hash on arrival.
