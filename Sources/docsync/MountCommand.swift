@@ -148,6 +148,8 @@ struct MountCommand: ParsableCommand {
       throw CommandFailure("cannot read the state in \(folder): \(error)")
     }
     let mount = DocumentMount(fileSystem: fileSystem)
+    // Before mounting, so that a control socket that cannot be made leaves no dead mount.
+    try Control.serve(engine: engine, state: folder, mountPoint: target)
     let session: Session
     do {
       session = try Session(
@@ -161,7 +163,6 @@ struct MountCommand: ParsableCommand {
     }
     mount.startInvalidations(session.notifier)
     engine.start(tree: fileSystem)
-    try Control.serve(engine: engine, state: folder, mountPoint: target)
     let pidFile = folder + "/docsync.pid"
     writeFile(pidFile, "\(getpid())\n")
     writeText("ready \(target)\n", to: 1)
