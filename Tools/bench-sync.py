@@ -1,25 +1,87 @@
 #!/usr/bin/env python3
-"""Sync figures for docsync: two mounts (A and B) on one SQLite hub.
+"""Sync figures for docsync: two mounts (A and B) on one hub, SQLite or (--postgres) PostgreSQL.
 
 - propagation: from the close of an edit on A to the new content being readable on B,
   p50 and p99 over N edits (B polls the file every millisecond, as a reader would);
 - conflict: from `docsync resume` of a device with a concurrent edit to both devices listing
-  the conflict under .versions/.
+  the conflict under .versions/;
+- throughput: a large file (1 GiB, --quick 256 MiB) copied into A until A has pushed it
+  (`cp` + `docsync sync A`), then until B has pulled and read it back (`docsync sync B` + read),
+  against `cp` of the same file to a local folder; and the peak RSS (VmHWM) of both daemons.
+
+With --postgres ADMIN-URL (a superuser URL), the hub is a new database on that server with an
+account and a device role made by Tools/postgres-account; --postgres-ca CA makes the devices
+connect with sslmode=verify-full, else sslmode=disable.
 Prints a table and writes JSON beside the file-system figures.
 """
 
 import argparse
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import time
+import urllib.parse
 
 ROOT = "/var/tmp/docsync-bench-sync"
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+ENV = dict(os.environ)
 
 
 def run(*argv):
-    subprocess.run(argv, check=True)
+    subprocess.run(argv, check=True, env=ENV)
+
+
+def postgres_hub(admin_url, ca):
+    """A new database, account and device role on the server of admin_url: the device's URL."""
+    admin = urllib.parse.urlsplit(admin_url)
+    suffix = secrets.token_hex(6)
+    database, role, password = f"bench_{suffix}", f"bench_dev_{suffix}", secrets.token_hex(16)
+    subprocess.run(["psql", admin_url, "-X", "-q", "-v", "ON_ERROR_STOP=1",
+                    "-c", f"CREATE DATABASE {database}"], check=True)
+    subprocess.run([f"{TOOLS}/postgres-account", admin._replace(path=f"/{database}").geturl(),
+                    f"bench_{suffix}", role],
+                   check=True, env={**os.environ, "DOCSYNC_DEVICE_PASSWORD": password})
+    ENV["PGPASSWORD"] = password
+    tls = f"sslmode=verify-full&sslrootcert={ca}" if ca else "sslmode=disable"
+    return f"postgres://{role}@{admin.hostname}:{admin.port or 5432}/{database}?{tls}"
+
+
+def peak_rss_mib(state):
+    with open(f"{state}/docsync.pid") as f:
+        pid = f.read().strip()
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def throughput(docsync, a, b, size_mib):
+    """Seconds for cp to a local folder, for cp into A + push, and for B's pull + read."""
+    source = f"{ROOT}/large-source.bin"
+    with open(source, "wb") as f:
+        block = os.urandom(1 << 20)
+        for index in range(size_mib):
+            f.write(block[:-8] + index.to_bytes(8, "little"))
+    local = f"{ROOT}/local"
+    os.makedirs(local, exist_ok=True)
+    start = time.monotonic()
+    run("cp", source, f"{local}/large.bin")
+    run("sync")
+    local_seconds = time.monotonic() - start
+    start = time.monotonic()
+    run("cp", source, f"{a}/large.bin")
+    run(docsync, "sync", a, "--timeout", "1800")
+    upload_seconds = time.monotonic() - start
+    start = time.monotonic()
+    run(docsync, "sync", b, "--timeout", "1800")
+    run("cmp", source, f"{b}/large.bin")
+    download_seconds = time.monotonic() - start
+    os.remove(source)
+    shutil.rmtree(local)
+    return local_seconds, upload_seconds, download_seconds
 
 
 def wait_for(predicate, timeout=30.0):
@@ -50,17 +112,24 @@ def main():
     parser.add_argument("--docsync", required=True)
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--results", default="bench-results")
+    parser.add_argument("--postgres", metavar="ADMIN-URL")
+    parser.add_argument("--postgres-ca", metavar="CA")
+    parser.add_argument("--quick", action="store_true", help="a 256 MiB large file, not 1 GiB")
     args = parser.parse_args()
+    large_mib = 256 if args.quick else 1024
 
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/a"], stderr=subprocess.DEVNULL)
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/b"], stderr=subprocess.DEVNULL)
     shutil.rmtree(ROOT, ignore_errors=True)
+    os.makedirs(ROOT)
+    hub = postgres_hub(args.postgres, args.postgres_ca) if args.postgres else f"{ROOT}/hub.sqlite"
+    hub_name = "PostgreSQL hub (loopback)" if args.postgres else "SQLite hub"
     mounts = {}
     for name in ("a", "b"):
         mounts[name] = f"{ROOT}/{name}"
         os.makedirs(mounts[name])
         run(args.docsync, "mount", mounts[name], "--state", f"{ROOT}/state-{name}",
-            "--hub", f"{ROOT}/hub.sqlite", "--device", name)
+            "--hub", hub, "--device", name)
     a, b = mounts["a"], mounts["b"]
     try:
         latencies = []
@@ -94,6 +163,9 @@ def main():
                 lambda: all(os.path.isdir(f"{m}/{folder}") and os.listdir(f"{m}/{folder}")
                             for m in (a, b)))
             conflicts.append(done - resumed)
+
+        local_s, upload_s, download_s = throughput(args.docsync, a, b, large_mib)
+        rss = {name: peak_rss_mib(f"{ROOT}/state-{name}") for name in ("a", "b")}
     finally:
         for mount in (a, b):
             subprocess.run([args.docsync, "unmount", mount])
@@ -104,16 +176,29 @@ def main():
         "propagation_edits": len(latencies),
         "reconnect_to_conflict_p50_ms": 1000 * percentile(conflicts, 0.5),
         "reconnect_to_conflict_max_ms": 1000 * max(conflicts),
+        "hub": "postgres" if args.postgres else "sqlite",
+        "large_file_mib": large_mib,
+        "large_cp_local_mib_s": large_mib / local_s,
+        "large_upload_a_mib_s": large_mib / upload_s,
+        "large_download_b_mib_s": large_mib / download_s,
+        "peak_rss_a_mib": rss["a"],
+        "peak_rss_b_mib": rss["b"],
     }
-    print("\nsync through the SQLite hub (two mounts on one machine)")
+    print(f"\nsync through the {hub_name} (two mounts on one machine)")
     print(f"  propagation close-on-A -> readable-on-B, {len(latencies)} edits: "
           f"p50 {figures['propagation_p50_ms']:.0f} ms, p99 {figures['propagation_p99_ms']:.0f} ms")
     print(f"  reconnect -> conflict listed on both, {len(conflicts)} rounds: "
           f"p50 {figures['reconnect_to_conflict_p50_ms']:.0f} ms, "
           f"max {figures['reconnect_to_conflict_max_ms']:.0f} ms")
+    print(f"  {large_mib} MiB file: cp to a local folder "
+          f"{figures['large_cp_local_mib_s']:.0f} MiB/s; cp into A + push "
+          f"{figures['large_upload_a_mib_s']:.0f} MiB/s; B pull + read "
+          f"{figures['large_download_b_mib_s']:.0f} MiB/s")
+    print(f"  peak RSS (VmHWM): A {rss['a']:.0f} MiB, B {rss['b']:.0f} MiB")
     os.makedirs(args.results, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    with open(os.path.join(args.results, f"sync-{stamp}.json"), "w") as f:
+    kind = "sync-postgres" if args.postgres else "sync"
+    with open(os.path.join(args.results, f"{kind}-{stamp}.json"), "w") as f:
         json.dump(figures, f, indent=2)
 
 

@@ -27,11 +27,17 @@ public final class Device {
   public let mountPoint: String
   public let state: String
   public let hub: String
+  /// Variables set for every docsync command this device runs (the daemon inherits them from
+  /// `docsync mount`), e.g. `PGPASSWORD` for a PostgreSQL hub.
+  public let environment: [String: String]
   public private(set) var isMounted = false
 
-  fileprivate init(name: String, base: String, hub: String) throws {
+  fileprivate init(
+    name: String, base: String, hub: String, environment: [String: String] = [:]
+  ) throws {
     self.name = name
     self.hub = hub
+    self.environment = environment
     mountPoint = "\(base)/\(name)/mnt"
     state = "\(base)/\(name)/state"
     for folder in [mountPoint, state] {
@@ -47,7 +53,7 @@ public final class Device {
         try MountFixture.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", hub,
         "--device", name,
       ],
-      timeout: .seconds(60))
+      env: environment, timeout: .seconds(60))
     guard result.status == 0 else {
       throw RunError(description: "docsync mount (\(name)) failed: \(result)\n\(logTail())")
     }
@@ -61,14 +67,14 @@ public final class Device {
     guard isMounted else { return }
     isMounted = false
     let argv = [try MountFixture.docsyncBinary(), "unmount", mountPoint]
-    var result = try run(argv, timeout: .seconds(60))
+    var result = try run(argv, env: environment, timeout: .seconds(60))
     // Parallel tests spawn programs that can inherit, for a moment, a descriptor this test
     // had open in its mount; the mount is busy until that child exits.
     var attempts = 0
     while result.status != 0 && result.stderr.contains("busy") && attempts < 40 {
       usleep(250_000)
       attempts += 1
-      result = try run(argv, timeout: .seconds(60))
+      result = try run(argv, env: environment, timeout: .seconds(60))
     }
     if result.status != 0 || MountFixture.mountedPoints().contains(mountPoint) {
       MountFixture.forceUnmount(mountPoint)
@@ -104,7 +110,7 @@ public final class Device {
   public func trySync(timeout seconds: Int = 30) throws -> RunResult {
     try run(
       [try MountFixture.docsyncBinary(), "sync", mountPoint, "--timeout", "\(seconds)"],
-      timeout: .seconds(seconds + 30))
+      env: environment, timeout: .seconds(seconds + 30))
   }
 
   public func pause() throws { try command(["pause", mountPoint]) }
@@ -122,7 +128,8 @@ public final class Device {
   @discardableResult
   private func command(_ arguments: [String], timeout: Int = 60) throws -> RunResult {
     let result = try run(
-      [try MountFixture.docsyncBinary()] + arguments, timeout: .seconds(timeout))
+      [try MountFixture.docsyncBinary()] + arguments, env: environment,
+      timeout: .seconds(timeout))
     guard result.status == 0, !result.timedOut else {
       throw RunError(description: "device \(name): \(result)\n\(logTail())")
     }
@@ -152,26 +159,41 @@ public final class Device {
   }
 }
 
-/// Several devices of one library: mounts that share one SQLite hub file, each with its own
-/// state folder, in `/var/tmp/docsync-tests/<pid>-<random>/`.
+/// Several devices of one library: mounts that share one hub (by default a SQLite hub file),
+/// each with its own state folder, in `/var/tmp/docsync-tests/<pid>-<random>/`.
 public final class Library {
   public let base: String
   public let hub: String
+  /// Variables every device's docsync commands run with (`PGPASSWORD` for PostgreSQL).
+  public let hubEnvironment: [String: String]
+  private var hubCleanup: (() -> Void)?
   public private(set) var devices: [Device] = []
 
-  private init() throws {
+  private init(hub kind: LibraryHub) throws {
     _ = MountFixture.staleMountsCleaned
     base = "\(MountFixture.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
-    hub = "\(base)/hub.sqlite"
     try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+    switch kind {
+    case .sqlite:
+      hub = "\(base)/hub.sqlite"
+      hubEnvironment = [:]
+    case .postgres:
+      let account = try TestPostgres.newAccount()
+      hub = account.url
+      hubEnvironment = account.environment
+      hubCleanup = account.cleanup
+    case .location(let url, let environment):
+      hub = url
+      hubEnvironment = environment
+    }
   }
 
   /// Runs `body` with an empty library and unmounts every device afterwards, also on failure.
   public static func with<R>(
-    programs: [String] = [], _ body: (Library) throws -> R
+    programs: [String] = [], hub: LibraryHub? = nil, _ body: (Library) throws -> R
   ) throws -> R {
     try TestEnvironment.require(programs: programs)
-    let library = try Library()
+    let library = try Library(hub: hub ?? LibraryHub.current)
     defer { library.tearDown() }
     do {
       return try body(library)
@@ -186,7 +208,7 @@ public final class Library {
   @discardableResult
   public func device(_ name: String) throws -> Device {
     if let existing = devices.first(where: { $0.name == name }) { return existing }
-    let device = try Device(name: name, base: base, hub: hub)
+    let device = try Device(name: name, base: base, hub: hub, environment: hubEnvironment)
     devices.append(device)
     try device.mount()
     return device
@@ -205,6 +227,7 @@ public final class Library {
     for device in devices where device.isMounted {
       do { try device.unmount() } catch { Issue.record(error, "while unmounting \(device.name)") }
     }
+    hubCleanup?()
     // Removing a folder that is still mounted would delete through the mount.
     guard !MountFixture.mountedPoints().contains(where: { $0.hasPrefix(base + "/") }) else {
       return
