@@ -61,14 +61,24 @@ extension SyncEngine {
   /// Nothing is left to do but what waits for files open for writing: their changes become
   /// versions, and remote changes to them are applied, after the last writer closes.
   /// Called with the lock held.
+  ///
+  /// `close(2)` returns before the kernel sends FUSE's RELEASE, so a file that was just written
+  /// can still look open when `docsync sync` starts; only a writer still open some time after
+  /// the request is taken for one that stays open.
   func isSettled() -> Bool {
     guard outbox.allSatisfy(stalled.contains) else { return false }
     guard let tree else { return true }
-    let waitingForWriters = { (path: DocumentPath) in tree.hasOpenWriter(at: path) }
+    let writersMayWait = monotonicMilliseconds() - syncRequestedAt > Self.releaseGrace
+    let waitingForWriters = { (path: DocumentPath) in
+      writersMayWait && tree.hasOpenWriter(at: path)
+    }
     let pendingLocal = changeLog.peekPaths()
     if !pendingLocal.isEmpty && !pendingLocal.contains(where: waitingForWriters) { return false }
     return deferred.allSatisfy { waitingForWriters($0) || pendingLocal.contains($0) }
   }
+
+  /// How long a sync waits for the release of files closed just before it (milliseconds).
+  static let releaseGrace: UInt64 = 2000
 
   /// Uploads queued versions: blobs first, then the records that name them.
   func push() async throws(SyncError) {

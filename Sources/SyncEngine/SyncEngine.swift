@@ -60,6 +60,8 @@ public final class SyncEngine: @unchecked Sendable {
   var offline: (since: UInt64, reason: String)?
   var lastSync: UInt64?
   var syncRequested: UInt64 = 0
+  /// When the latest `synchronize` asked (monotonic milliseconds).
+  var syncRequestedAt: UInt64 = 0
   var syncCompleted: UInt64 = 0
   var running = false
   private var loop: Task<Void, Never>?
@@ -210,6 +212,7 @@ public final class SyncEngine: @unchecked Sendable {
     let target: UInt64 = try withLock { () throws(SyncError) -> UInt64 in
       if paused { throw .paused }
       syncRequested += 1
+      syncRequestedAt = monotonicMilliseconds()
       return syncRequested
     }
     let deadline = ContinuousClock.now + timeout
