@@ -17,7 +17,7 @@ extension SQLiteHub {
       var offset: Int64 = 0
       var index = 0
       while true {
-        let chunk = try readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        let chunk = try BlobFile.readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
         if chunk.isEmpty { break }
         hasher.update(data: chunk)
         let data = Data(chunk)
@@ -82,12 +82,12 @@ extension SQLiteHub {
       }
       guard let chunk else { break }
       hasher.update(data: chunk)
-      try writeAll(fileDescriptor, chunk, at: offset)
+      try BlobFile.write(fileDescriptor, chunk, at: offset)
       offset += Int64(chunk.count)
       index += 1
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
-      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(errnoText())")
+      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
     }
     guard offset == stored.size else {
       throw .integrity(
@@ -103,41 +103,4 @@ extension SQLiteHub {
     try db.execute(sql: "DELETE FROM chunks WHERE upload = ?", arguments: [upload])
     try db.execute(sql: "DELETE FROM uploads WHERE id = ?", arguments: [upload])
   }
-}
-
-/// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
-private func readChunk(_ fd: Int32, at offset: Int64, count: Int) throws(HubError) -> [UInt8] {
-  var buffer = [UInt8](repeating: 0, count: count)
-  var filled = 0
-  while filled < count {
-    let got = buffer.withUnsafeMutableBytes { bytes in
-      pread(fd, bytes.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
-    }
-    if got < 0 {
-      if errno == EINTR { continue }
-      throw .failed("cannot read the blob's file: \(errnoText())")
-    }
-    if got == 0 { break }
-    filled += got
-  }
-  buffer.removeLast(count - filled)
-  return buffer
-}
-
-private func writeAll(_ fd: Int32, _ data: Data, at offset: Int64) throws(HubError) {
-  var written = 0
-  while written < data.count {
-    let put = data.withUnsafeBytes { bytes in
-      pwrite(fd, bytes.baseAddress! + written, data.count - written, off_t(offset) + off_t(written))
-    }
-    if put < 0 {
-      if errno == EINTR { continue }
-      throw .failed("cannot write the blob's file: \(errnoText())")
-    }
-    written += put
-  }
-}
-
-func errnoText() -> String {
-  String(cString: strerror(errno))
 }

@@ -22,7 +22,7 @@ extension PostgresHub {
       var offset: Int64 = 0
       var index = 0
       while true {
-        let chunk = try readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        let chunk = try BlobFile.readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
         if chunk.isEmpty { break }
         hasher.update(data: chunk)
         let chunkHash = Array(SHA256.hash(data: chunk))
@@ -106,12 +106,12 @@ extension PostgresHub {
         throw .integrity("chunk \(index) of blob \(hex(hash)) arrived damaged")
       }
       hasher.update(data: bytes)
-      try writeAll(fileDescriptor, bytes, at: offset)
+      try BlobFile.write(fileDescriptor, bytes, at: offset)
       offset += Int64(bytes.count)
       index += 1
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
-      throw .failed("cannot truncate the file for blob \(hex(hash)): \(errnoText())")
+      throw .failed("cannot truncate the file for blob \(hex(hash)): \(BlobFile.errorText())")
     }
     guard offset == stored.size else {
       throw .integrity("blob \(hex(hash)) arrived with \(offset) bytes instead of \(stored.size)")
@@ -128,41 +128,4 @@ extension PostgresHub {
         "DELETE FROM docsync.uploads WHERE id = \(upload)", logger: Connections.logger)
     }
   }
-}
-
-/// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
-private func readChunk(_ fd: Int32, at offset: Int64, count: Int) throws(HubError) -> [UInt8] {
-  var buffer = [UInt8](repeating: 0, count: count)
-  var filled = 0
-  while filled < count {
-    let got = buffer.withUnsafeMutableBytes { bytes in
-      pread(fd, bytes.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
-    }
-    if got < 0 {
-      if errno == EINTR { continue }
-      throw .failed("cannot read the blob's file: \(errnoText())")
-    }
-    if got == 0 { break }
-    filled += got
-  }
-  buffer.removeLast(count - filled)
-  return buffer
-}
-
-private func writeAll(_ fd: Int32, _ data: [UInt8], at offset: Int64) throws(HubError) {
-  var written = 0
-  while written < data.count {
-    let put = data.withUnsafeBytes { bytes in
-      pwrite(fd, bytes.baseAddress! + written, data.count - written, off_t(offset) + off_t(written))
-    }
-    if put < 0 {
-      if errno == EINTR { continue }
-      throw .failed("cannot write the blob's file: \(errnoText())")
-    }
-    written += put
-  }
-}
-
-private func errnoText() -> String {
-  String(cString: strerror(errno))
 }
