@@ -111,16 +111,29 @@ extension DocumentFileSystem {
     return done
   }
 
-  /// flush: called at every close of a file descriptor; nothing is buffered here.
-  public func flush(handle: UInt64) throws(Errno) {}
+  /// flush: called at every close of a file descriptor, before close(2) returns; nothing is
+  /// buffered here. The kernel sends RELEASE later and asynchronously (under load, seconds
+  /// later), so the write is noted now and a flushed writer stops holding back its file's
+  /// version: a `docsync sync` right after the close must see the file as closed and changed.
+  public func flush(handle: UInt64) throws(Errno) {
+    lock.withLock {
+      guard let (inode, writable) = openFiles[handle], writable, let node = nodes[inode] else {
+        return
+      }
+      if flushedHandles.insert(handle).inserted { node.closedWriters += 1 }
+      noteWrite(node)
+    }
+  }
 
   /// release: the last close of an open file.
   public func release(handle: UInt64) {
     lock.withLock {
       guard let (inode, writable) = openFiles.removeValue(forKey: handle) else { return }
       close(descriptor(handle: handle))
+      let wasFlushed = flushedHandles.remove(handle) != nil
       if let node = nodes[inode] {
         node.openCount -= 1
+        if wasFlushed { node.closedWriters -= 1 }
         if writable {
           node.writers -= 1
           noteWrite(node)

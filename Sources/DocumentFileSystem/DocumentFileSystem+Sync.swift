@@ -156,7 +156,7 @@ extension DocumentFileSystem: LocalTree {
   }
 
   public func hasOpenWriter(at path: DocumentPath) -> Bool {
-    lock.withLock { (node(at: path)?.writers ?? 0) > 0 }
+    lock.withLock { node(at: path).map { $0.writers - $0.closedWriters > 0 } ?? false }
   }
 
   public func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {

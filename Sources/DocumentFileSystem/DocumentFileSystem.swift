@@ -95,6 +95,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
   var nextInode: UInt64
   /// Open files by handle (the working file's descriptor): the inode and whether it may write.
   var openFiles: [UInt64: (inode: UInt64, writable: Bool)] = [:]
+  /// Writable handles that have been flushed (a close(2) of their descriptor) but not released.
+  var flushedHandles: Set<UInt64> = []
   var directoryHandles: [UInt64: DirectoryHandle] = [:]
   var nextDirectoryHandle: UInt64 = 1
 

@@ -27,6 +27,9 @@ final class Node {
   var openCount = 0
   /// Open files that may write: a version is taken only after the last of them closes.
   var writers = 0
+  /// Of `writers`, those whose descriptors were all closed (FUSE's FLUSH) while the kernel's
+  /// RELEASE is still on its way: close(2) has returned, so the file counts as closed.
+  var closedWriters = 0
   /// The entries that name this inode, as (folder, name): one for a folder, any number for a
   /// file with hard links.
   var names: [(parent: UInt64, name: [UInt8])] = []
