@@ -1,0 +1,141 @@
+import Foundation
+import MountHarness
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The two-device scenarios with both devices on a PostgreSQL hub: each runs the SQLite test's
+/// own body, with a fresh database, account and device role on Tools/test's cluster, reached
+/// over TLS with `sslmode=verify-full`.
+@Suite("The two-device scenarios on a PostgreSQL hub")
+struct PostgresHubScenarioTests {
+  func onPostgres(_ body: () throws -> Void) throws {
+    try LibraryHub.$current.withValue(.postgres, operation: body)
+  }
+
+  @Test(
+    "A new file, an edit, a rename, a delete, a folder and a symlink on A appear on B",
+    .needs("psql"), .docsyncOnly, .postgresHub)
+  func everyKindOfChangeReachesTheOtherDevice() throws {
+    try onPostgres { try PropagationTests().everyKindOfChangeReachesTheOtherDevice() }
+  }
+
+  @Test(
+    "Concurrent edits: the same winner and the same .versions entry on both devices",
+    .needs("psql"), .docsyncOnly, .postgresHub)
+  func concurrentEdits() throws {
+    try onPostgres {
+      try ConflictTests().concurrentEditsShowTheSameWinnerAndVersionOnBothDevices()
+    }
+  }
+
+  @Test(
+    "cp of the version on B resolves the conflict on both devices",
+    .needs("psql"), .docsyncOnly, .postgresHub)
+  func choosingTheVersionWithCp() throws {
+    try onPostgres { try ConflictTests().choosingTheVersionResolvesEverywhere("cp") }
+  }
+
+  @Test(
+    "A delete on A concurrent with an edit on B: the edit comes back on both",
+    .needs("psql"), .docsyncOnly, .postgresHub)
+  func deleteNeverBeatsAConcurrentEdit() throws {
+    try onPostgres { try ConflictTests().deleteNeverBeatsAConcurrentEdit() }
+  }
+
+  @Test(
+    "A new device pulls the whole library and deletes nothing",
+    .needs("psql"), .docsyncOnly, .postgresHub)
+  func newDevicePullsEverything() throws {
+    try onPostgres { try PropagationTests().newDevicePullsEverythingAndDeletesNothing() }
+  }
+}
+
+/// The hub's server stops while both devices edit, then starts again: the mounts keep working
+/// offline, and once it is back nothing is lost, the document both edited has one conflict
+/// version, and both devices agree. The server is a private cluster: the shared one serves
+/// other tests in parallel.
+@Suite("A PostgreSQL hub that stops for a while")
+struct PostgresOutageTests {
+  @Test(
+    "Server stopped during edits on both devices, then started: no loss, one conflict, convergence",
+    .needs("psql", "runuser"), .docsyncOnly, .postgresHub)
+  func serverStoppedDuringEditsOnBothDevices() throws {
+    try TestEnvironment.require(programs: ["psql", "runuser"])
+    guard
+      FileManager.default.isExecutableFile(
+        atPath: "\(PrivatePostgresCluster.binaries)/initdb")
+    else {
+      throw TestFailure("no PostgreSQL 15 in \(PrivatePostgresCluster.binaries)")
+    }
+    let cluster = try PrivatePostgresCluster()
+    defer { cluster.remove() }
+    let hub = try cluster.newLibraryHub()
+    try Library.with(hub: hub) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      for path in ["a/notes.md", "b/notes.md", "shared.md"] { try write(a.path(path), base(path)) }
+      try library.sync(a, b)
+      #expect(try read(b.path("shared.md")) == base("shared.md"))
+
+      try cluster.stop()
+      // Each device edits its own document, makes a new one, and both edit shared.md; B's
+      // edit of it is the later one.
+      try write(a.path("a/notes.md"), edit("a/notes.md", by: a))
+      try write(a.path("a/new.md"), "new on laptop\n")
+      try write(b.path("b/notes.md"), edit("b/notes.md", by: b))
+      try write(b.path("b/new.md"), "new on desktop\n")
+      try write(a.path("shared.md"), edit("shared.md", by: a))
+      usleep(20_000)
+      try write(b.path("shared.md"), edit("shared.md", by: b))
+      for device in [a, b] {
+        // A sync cannot finish without the hub; it is what makes the engine meet the outage.
+        let attempt = try device.trySync(timeout: 3)
+        #expect(attempt.status != 0, "\(device.name) synced without a hub: \(attempt)")
+        try waitForState("offline", of: device)
+        // The mount keeps working: reads and writes go on.
+        #expect(try read(device.path("shared.md")) == edit("shared.md", by: device))
+        try write(device.path("offline-\(device.name).txt"), "written offline\n")
+        #expect(try read(device.path("offline-\(device.name).txt")) == "written offline\n")
+      }
+
+      try cluster.start()
+      // The engine retries with a backoff of up to 10 s.
+      for device in [a, b, a] { try device.sync(timeout: 90) }
+
+      for device in [a, b] {
+        #expect(try read(device.path("a/notes.md")) == edit("a/notes.md", by: a), "\(device.name)")
+        #expect(try read(device.path("b/notes.md")) == edit("b/notes.md", by: b), "\(device.name)")
+        #expect(try read(device.path("a/new.md")) == "new on laptop\n", "\(device.name)")
+        #expect(try read(device.path("b/new.md")) == "new on desktop\n", "\(device.name)")
+        for writer in [a, b] {
+          #expect(
+            try read(device.path("offline-\(writer.name).txt")) == "written offline\n",
+            "\(device.name)")
+        }
+        #expect(
+          try currentAndVersions(device, "shared.md")
+            == [edit("shared.md", by: b), edit("shared.md", by: a)], "\(device.name)")
+        #expect(try device.status().conflicts.map(\.versions) == [1], "\(device.name)")
+        #expect(try device.status().state != "offline", "\(device.name)")
+      }
+      #expect(try findVersions(a) == findVersions(b))
+      try expectSameTree(a, b, mtimes: false)
+    }
+  }
+
+  /// Polls `docsync status` until the device reports `state`; fails after a generous while.
+  func waitForState(_ state: String, of device: Device) throws {
+    let deadline = ContinuousClock.now + .seconds(60)
+    var last = try device.status().state
+    while last != state {
+      guard ContinuousClock.now < deadline else {
+        throw TestFailure("\(device.name) never reported \(state); last \(last)")
+      }
+      usleep(100_000)
+      last = try device.status().state
+    }
+  }
+}
