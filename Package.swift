@@ -61,7 +61,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "hub-stress",
-      dependencies: ["Hub"],
+      dependencies: ["Hub", "PostgresHub"],
       path: "Tools/HubStress",
       swiftSettings: strict
     ),

@@ -5,6 +5,7 @@ import FuseMount
 import Glibc
 import Hub
 import LocalStore
+import PostgresHub
 import SyncEngine
 
 /// `docsync mount`: checks everything a person can get wrong, then serves the mount from a

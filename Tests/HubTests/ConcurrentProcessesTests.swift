@@ -1,5 +1,6 @@
 import Foundation
 import Hub
+import PostgresHub
 import Synchronization
 import Testing
 
@@ -48,22 +49,49 @@ struct StressToolMissing: Error, CustomStringConvertible {
   }
 }
 
-@Suite("SQLiteHub with concurrent processes")
+@Suite("Hubs with concurrent processes")
 struct ConcurrentProcessesTests {
   static let writers = 4
   static let perWriter = 150
 
   // Skipped only outside CI when the tool is absent; under CI=true it runs and fails instead.
   @Test(
-    "several processes append while a reader pages through",
+    "several processes append to a SQLite hub while a reader pages through",
     .enabled(if: StressTool.url != nil || StressTool.isCI, "hub-stress is not built"),
     arguments: [false, true])
-  func concurrentAppenders(writersCreateTheHub: Bool) async throws {
+  func sqliteAppenders(writersCreateTheHub: Bool) async throws {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
     // Either the reader creates the file first, or the writers race to create and migrate it.
-    var hub: (any Hub)? = writersCreateTheHub ? nil : try SQLiteHub(path: path)
+    let early: (any Hub)? = writersCreateTheHub ? nil : try SQLiteHub(path: path)
+    try await Self.race(
+      location: path, label: writersCreateTheHub ? "writers create the hub" : "hub created first"
+    ) { finished in
+      // Open while the writers are creating it, retrying only until the file appears; writers
+      // that could not start never create it, and the race reports why.
+      while !FileManager.default.fileExists(atPath: path) && !finished.value {
+        try await Task.sleep(for: .milliseconds(2))
+      }
+      return try SQLiteHub(path: path)
+    }
+    withExtendedLifetime(early) {}
+  }
 
+  @Test(
+    "several processes append to a PostgreSQL hub while a reader pages through",
+    .enabled(if: StressTool.url != nil || StressTool.isCI, "hub-stress is not built"),
+    .enabled(if: PostgresTestCluster.isEnabled))
+  func postgresAppenders() async throws {
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    try await Self.race(location: url, label: "PostgreSQL") { _ in try PostgresHub(location: url) }
+  }
+
+  /// Runs `writers` hub-stress processes on the hub at `location`, each appending `perWriter`
+  /// records, while a reader from `openReader` pages through in small pages; then checks that
+  /// every record was seen exactly once, in each writer's order, and that a fresh reader agrees.
+  static func race(
+    location: String, label: String, openReader: (Finished) async throws -> any Hub
+  ) async throws {
     let clock = ContinuousClock()
     let started = clock.now
     let writerNames = (0..<Self.writers).map { "writer\($0)" }
@@ -73,7 +101,9 @@ struct ConcurrentProcessesTests {
       return try await withThrowingTaskGroup(of: (String, Int32, String).self) { group in
         for name in writerNames {
           group.addTask {
-            let (status, output) = try await StressTool.run([path, name, String(Self.perWriter)])
+            let (status, output) = try await StressTool.run([
+              location, name, String(Self.perWriter),
+            ])
             return (name, status, output)
           }
         }
@@ -82,20 +112,13 @@ struct ConcurrentProcessesTests {
         return results
       }
     }
-
-    if hub == nil {
-      // Open while the writers are creating it, retrying only until the file appears.
-      while !FileManager.default.fileExists(atPath: path) {
-        // Writers that could not start never create it: report why instead of waiting forever.
-        if finished.value {
-          _ = try await processes.value
-          break
-        }
-        try await Task.sleep(for: .milliseconds(2))
-      }
-      hub = try SQLiteHub(path: path)
+    let reader: any Hub
+    do {
+      reader = try await openReader(finished)
+    } catch {
+      _ = try await processes.value
+      throw error
     }
-    let reader = try #require(hub)
 
     // Page concurrently with the writers, in small pages, until they are done and drained.
     var seen: [HubRecord] = []
@@ -155,13 +178,12 @@ struct ConcurrentProcessesTests {
     }
 
     // A fresh reader from the start agrees exactly.
-    let again = try await allRecords(SQLiteHub(path: path))
+    let again = try await allRecords(openReader(finished))
     #expect(again == seen)
 
     print(
-      "hub stress (\(writersCreateTheHub ? "writers create the hub" : "hub created first")): "
-        + "\(Self.writers) processes x \(Self.perWriter) appends, \(seen.count) records seen "
-        + "in \(pages) pages in \(elapsed), duplicates \(duplicates)")
+      "hub stress (\(label)): \(Self.writers) processes x \(Self.perWriter) appends, "
+        + "\(seen.count) records seen in \(pages) pages in \(elapsed), duplicates \(duplicates)")
   }
 }
 

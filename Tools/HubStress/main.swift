@@ -1,12 +1,14 @@
-// hub-stress HUBPATH WRITER-ID COUNT [BATCH]
+// hub-stress HUB WRITER-ID COUNT [BATCH]
 //
-// Appends COUNT records, each naming a small blob of its own, to the SQLite hub at HUBPATH, in
+// Appends COUNT records, each naming a small blob of its own, to HUB (a SQLite hub file or a
+// postgres:// URL, as docsync's --hub takes it), in
 // batches of BATCH (default 5): put the batch's blobs, then append the batch. Several of these
-// racing on one file are how HubTests checks that concurrent processes neither lose nor
+// racing on one hub are how HubTests checks that concurrent processes neither lose nor
 // duplicate records. Record i of writer W has id SHA-256("hub-stress W i") and payload "W i".
 
 import Foundation
 import Hub
+import PostgresHub
 
 func fail(_ message: String) -> Never {
   FileHandle.standardError.write(Data("hub-stress: \(message)\n".utf8))
@@ -15,7 +17,7 @@ func fail(_ message: String) -> Never {
 
 let arguments = CommandLine.arguments
 guard (4...5).contains(arguments.count), let count = Int(arguments[3]), count >= 0 else {
-  FileHandle.standardError.write(Data("usage: hub-stress HUBPATH WRITER-ID COUNT [BATCH]\n".utf8))
+  FileHandle.standardError.write(Data("usage: hub-stress HUB WRITER-ID COUNT [BATCH]\n".utf8))
   exit(2)
 }
 let hubPath = arguments[1]
@@ -25,7 +27,7 @@ guard batchSize > 0 else { fail("BATCH must be a positive number") }
 
 let hub: any Hub
 do {
-  hub = try openHub(location: hubPath)
+  hub = try openAnyHub(location: hubPath)
 } catch {
   fail("\(error)")
 }
