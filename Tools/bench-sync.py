@@ -115,8 +115,9 @@ def main():
     parser.add_argument("--postgres", metavar="ADMIN-URL")
     parser.add_argument("--postgres-ca", metavar="CA")
     parser.add_argument("--quick", action="store_true", help="a 256 MiB large file, not 1 GiB")
+    parser.add_argument("--large-mib", type=int, help="the large file's size in MiB")
     args = parser.parse_args()
-    large_mib = 256 if args.quick else 1024
+    large_mib = args.large_mib or (256 if args.quick else 1024)
 
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/a"], stderr=subprocess.DEVNULL)
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/b"], stderr=subprocess.DEVNULL)

@@ -53,6 +53,46 @@ struct PostgresHubScenarioTests {
   }
 }
 
+/// A file far larger than memory goes up and down in 1 MiB chunks: neither daemon's peak
+/// memory grows with it.
+@Suite("A large file on a PostgreSQL hub")
+struct PostgresLargeFileTests {
+  static let mebibytes = 2048
+  /// Far below the file's size; what the daemons need is independent of it.
+  static let memoryBoundMiB = 256.0
+
+  @Test(
+    "A 2 GiB file syncs A to B with each daemon's peak memory bounded",
+    .needs("psql", "cmp"), .docsyncOnly, .postgresHub)
+  func aLargeFileSyncsInBoundedMemory() throws {
+    try LibraryHub.$current.withValue(.postgres) {
+      try Library.with { library in
+        let a = try library.device("laptop")
+        let b = try library.device("desktop")
+        #expect(FileManager.default.createFile(atPath: a.path("large.bin"), contents: nil))
+        let file = try #require(FileHandle(forWritingAtPath: a.path("large.bin")))
+        // Each mebibyte differs (its index is in it), so no chunk is stored once for many.
+        var block = [UInt8](
+          (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) })
+        for index in 0..<Self.mebibytes {
+          withUnsafeBytes(of: UInt64(index).littleEndian) { block.replaceSubrange(0..<8, with: $0) }
+          try file.write(contentsOf: block)
+        }
+        try file.close()
+        try a.sync(timeout: 900)
+        try b.sync(timeout: 900)
+        try check(["cmp", a.path("large.bin"), b.path("large.bin")], timeout: .seconds(600))
+        let peaks = try [a, b].map { try $0.peakMemoryMiB() }
+        print(
+          "2 GiB through PostgreSQL: peak memory laptop \(peaks[0]) MiB, desktop \(peaks[1]) MiB")
+        for (device, peak) in zip([a, b], peaks) {
+          #expect(peak < Self.memoryBoundMiB, "\(device.name) peaked at \(peak) MiB")
+        }
+      }
+    }
+  }
+}
+
 /// The hub's server stops while both devices edit, then starts again: the mounts keep working
 /// offline, and once it is back nothing is lost, the document both edited has one conflict
 /// version, and both devices agree. The server is a private cluster: the shared one serves

@@ -101,6 +101,15 @@ public final class Device {
     return pid
   }
 
+  /// The daemon's peak resident memory so far (VmHWM), in MiB.
+  public func peakMemoryMiB() throws -> Double {
+    let status = try String(contentsOfFile: "/proc/\(try daemonPID())/status", encoding: .utf8)
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+      let kib = Double(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+    else { throw RunError(description: "no VmHWM in /proc/PID/status") }
+    return kib / 1024
+  }
+
   /// `docsync sync`: returns once this mount is up to date with the hub.
   public func sync(timeout seconds: Int = 30) throws {
     try command(["sync", mountPoint, "--timeout", "\(seconds)"], timeout: seconds + 30)
