@@ -326,5 +326,25 @@ extension DocumentFileSystem: LocalTree {
     guard renameat(store.workingFiles, temporary, store.workingFiles, name) == 0 else {
       throw Errno(rawValue: errno)
     }
+    repointOpenHandles(of: node)
+  }
+
+  /// Points every open handle of `node` at its working file, after the file was replaced by a
+  /// rename. To the kernel the inode's content changed in place and its page cache is shared
+  /// by all of its open files (kept with keep_cache): a reader's handle still on the old file
+  /// would fill the cache with old pages after the invalidation and leave them there.
+  /// Only readers can be open here: a remote change waits for the last writer to close.
+  /// Called with the lock held.
+  private func repointOpenHandles(of node: Node) {
+    let handles = openFiles.filter { $0.value.inode == node.inode }.map(\.key)
+    guard !handles.isEmpty else { return }
+    let current = openat(store.workingFiles, workingFileName(node.inode), O_RDWR | O_CLOEXEC)
+    guard current >= 0 else { return }
+    defer { close(current) }
+    for handle in handles {
+      // dup2 swaps the file behind the descriptor number atomically: the handle stays valid.
+      let fd = descriptor(handle: handle)
+      if dup2(current, fd) == fd { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+    }
   }
 }

@@ -55,6 +55,32 @@ struct PropagationTests {
     }
   }
 
+  /// The kernel keeps a file's pages between opens, and sync replaces B's content under a
+  /// reader: the reader's next read, and every later open, must see the new bytes, never
+  /// refill the cache with the old ones.
+  @Test(
+    "A reader open on B when A's edit arrives then reads the new content, as later opens do",
+    .needs(), .docsyncOnly)
+  func aReaderOnTheOtherDeviceSeesTheNewContent() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("doc.txt"), "version 1\n")
+      try library.sync(a, b)
+      #expect(try read(b.path("doc.txt")) == "version 1\n")
+      let reader = open(b.path("doc.txt"), O_RDONLY)
+      #expect(reader >= 0)
+      defer { close(reader) }
+      // Same size, as a typical small edit: the size alone does not reveal the change.
+      try write(a.path("doc.txt"), "version 2\n")
+      try library.sync(a, b)
+      var buffer = [UInt8](repeating: 0, count: 64)
+      let count = pread(reader, &buffer, buffer.count, 0)
+      #expect(String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self) == "version 2\n")
+      #expect(try read(b.path("doc.txt")) == "version 2\n")
+    }
+  }
+
   @Test(
     "An mtime set on A with touch -d reaches B, to the nanosecond", .needs("touch"), .docsyncOnly)
   func explicitModificationTimeReachesTheOtherDevice() throws {
