@@ -61,10 +61,10 @@ struct LibraryRecord {
 
   static func isURL(_ location: String) -> Bool { location.contains("://") }
 
-  /// The hub as `status` shows it and the state folder records it: never with a password.
+  /// The hub as `status` shows it: a file as an absolute path, a URL never with a password.
   static func shown(_ location: String) -> String {
-    guard isURL(location), var components = URLComponents(string: location),
-      components.password != nil
+    guard isURL(location) else { return identity(location) }
+    guard var components = URLComponents(string: location), components.password != nil
     else { return location }
     components.password = nil
     return components.string ?? location

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocumentFileSystem
+import Foundation
 import FuseLowLevel
 import FuseMount
 import Glibc
@@ -94,7 +95,10 @@ struct MountCommand: ParsableCommand {
   }
 
   func preparedStateFolder(for target: String) throws -> String {
-    let folder = state ?? Self.defaultStateFolder(for: target)
+    // Absolute first: the folders are made one component at a time from the root, and the
+    // daemon must find the same folder from wherever it runs.
+    let folder = URL(fileURLWithPath: state ?? Self.defaultStateFolder(for: target))
+      .standardizedFileURL.path
     var path = ""
     for component in folder.split(separator: "/") {
       path += "/" + component
