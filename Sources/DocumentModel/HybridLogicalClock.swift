@@ -55,7 +55,12 @@ public struct HybridLogicalClock: Sendable {
 
 extension HLCTimestamp {
   /// UTC `YYYY-MM-DDTHH.MM.SSZ`, the time part of a `.versions` name.
-  public var versionsTimeString: String {
+  public var versionsTimeString: String { utcString(timeSeparator: ".") }
+
+  /// UTC `YYYY-MM-DDTHH:MM:SSZ` (ISO 8601), for people and scripts.
+  public var isoString: String { utcString(timeSeparator: ":") }
+
+  private func utcString(timeSeparator sep: String) -> String {
     let seconds = Int64(wallMilliseconds / 1000)
     let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
     let secondOfDay = seconds - days * 86_400
@@ -63,7 +68,7 @@ extension HLCTimestamp {
     func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
     let yearText = String(repeating: "0", count: max(0, 4 - String(year).count)) + String(year)
     return
-      "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)).\(two(secondOfDay / 60 % 60)).\(two(secondOfDay % 60))Z"
+      "\(yearText)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600))\(sep)\(two(secondOfDay / 60 % 60))\(sep)\(two(secondOfDay % 60))Z"
   }
 
   // Howard Hinnant's days-to-civil algorithm: exact for the proleptic Gregorian calendar,

@@ -7,13 +7,14 @@ public enum IgnoredNames {
   public static let versionsFolder = Array(".versions".utf8)
 
   /// Whether one name matches `4913`, `.*.sw?`, `*~`, `#*#`, `.#*`, `.goutputstream-*`,
-  /// `.~lock.*#`, `*.vsctmp` or `.fuse_hidden*`.
+  /// `.~lock.*#`, `*.vsctmp`, `.fuse_hidden*`, `~$*` (Microsoft Office's owner files) or
+  /// `*.part` (downloads in progress in browsers and KIO).
   public static func isIgnored(name: [UInt8]) -> Bool {
     func starts(_ text: String) -> Bool { name.starts(with: text.utf8) }
     func ends(_ text: String) -> Bool { name.reversed().starts(with: text.utf8.reversed()) }
     if name == Array("4913".utf8) { return true }
     if ends("~") || starts(".#") || starts(".goutputstream-") || ends(".vsctmp")
-      || starts(".fuse_hidden")
+      || starts(".fuse_hidden") || starts("~$") || ends(".part")
     {
       return true
     }

@@ -35,9 +35,10 @@ public enum SaveCoalescer {
   ///     fine); it needs to cover the touched paths and, for renamed folders, their subtrees.
   ///   - after: what each path holds when the window closes (absent: nothing), with the same
   ///     coverage.
+  ///   - rules: what never syncs in this library.
   public static func changes(
     operations: [LocalOperation], before: [DocumentPath: VersionRecord],
-    after: [DocumentPath: VersionContent]
+    after: [DocumentPath: VersionContent], rules: IgnoreRules = .builtIn
   ) -> [PendingChange] {
     var touched: Set<DocumentPath> = []
     // For each path, the pre-window path whose document it now holds (nil: a new one).
@@ -77,7 +78,7 @@ public enum SaveCoalescer {
       }
     }
     var result: [PendingChange] = []
-    for path in touched.sorted() where !path.isRoot && !IgnoredNames.isIgnored(path) {
+    for path in touched.sorted() where !path.isRoot && !rules.isIgnored(path) {
       let previous = before[path]
       guard let now = after[path] else {
         if let previous, !previous.content.isDeletion {
@@ -88,7 +89,7 @@ public enum SaveCoalescer {
       if let previous, previous.content == now { continue }
       var origin: RenameOrigin?
       if let from = source[path] ?? nil, from != path, after[from] == nil,
-        !IgnoredNames.isIgnored(from), let moved = before[from], !moved.content.isDeletion
+        !rules.isIgnored(from), let moved = before[from], !moved.content.isDeletion
       {
         origin = RenameOrigin(path: from, version: moved.id)
       }

@@ -26,6 +26,14 @@ public enum VersionContent: Hashable, Sendable {
   }
 
   public var isDeletion: Bool { self == .deletion }
+
+  /// The size of a file's or symlink's content; nothing for folders and deletions.
+  public var size: UInt64? {
+    switch self {
+    case .file(_, let size, _), .symlink(_, let size): size
+    case .directory, .deletion: nil
+    }
+  }
 }
 
 /// The four kinds of version record.

@@ -25,7 +25,9 @@ extension SyncEngine {
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
           if !deferred.isEmpty { reconcile(Array(deferred)) }
           if let offline {
-            logger.info("the hub is reachable again (offline since \(offline.since))")
+            logger.info(
+              "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))"
+            )
           }
           offline = nil
           lastSync = wallMilliseconds()
@@ -45,7 +47,7 @@ extension SyncEngine {
       } catch {
         withLock {
           if offline == nil {
-            logger.warning("sync stopped: \(error); retrying")
+            logger.warning("offline: \(error); retrying")
             offline = (wallMilliseconds(), error.description)
           } else {
             offline?.reason = error.description
@@ -90,7 +92,10 @@ extension SyncEngine {
             self.known[$0]
           }
       }
-      guard !batch.isEmpty else { return }
+      guard !batch.isEmpty else {
+        withLock { if outbox.allSatisfy(stalled.contains) { uploaded = (0, 0) } }
+        return
+      }
       var ready: [VersionRecord] = []
       for record in batch {
         if let hash = record.content.blobHash {
@@ -120,7 +125,12 @@ extension SyncEngine {
       try withLock { () throws(SyncError) in
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
         outbox.removeAll { sent.contains($0) }
+        uploaded.files += ready.count
+        uploaded.bytes += ready.reduce(0) { $0 + ($1.content.size ?? 0) }
       }
+      logger.info("pushed \(ready.count) version(s)")
+      logger.debug(
+        "pushed versions of \(Set(ready.map(\.path.description)).sorted().joined(separator: ", "))")
       if ready.count < batch.count { return }
     }
   }
@@ -182,7 +192,10 @@ extension SyncEngine {
     } catch {
       throw .hub(error.description)
     }
-    guard !page.records.isEmpty else { return false }
+    guard !page.records.isEmpty else {
+      withLock { download = SyncStatus.Transfer() }
+      return false
+    }
     var arrived: [VersionRecord] = []
     for hubRecord in page.records {
       guard let digest = Digest256(bytes: hubRecord.id) else {
@@ -196,21 +209,28 @@ extension SyncEngine {
         logger.error("refused hub record \(digest.hex): \(error)")
       }
     }
-    let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash]) in
+    let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash: UInt64]) in
       let fresh = arrived.filter { !known.contains($0.id) }
       var parents: Set<VersionID> = []
       for record in fresh { parents.formUnion(record.parents) }
       // Content is fetched for versions that nothing supersedes yet: what a path may show.
-      let needed = fresh.compactMap { record -> ContentHash? in
+      var needed: [ContentHash: UInt64] = [:]
+      for record in fresh {
         guard let hash = record.content.blobHash, !parents.contains(record.id),
           !blobs.contains(hash)
-        else { return nil }
-        return hash
+        else { continue }
+        needed[hash] = record.content.size ?? 0
       }
+      download.totalFiles += needed.count
+      download.totalBytes += needed.values.reduce(0, +)
       return (fresh, needed)
     }
-    for hash in Set(needed) {
+    for (hash, size) in needed.sorted(by: { $0.key.hex < $1.key.hex }) {
       try await fetchBlob(hash)
+      withLock {
+        download.doneFiles += 1
+        download.doneBytes += size
+      }
     }
     return try withLock { () throws(SyncError) -> Bool in
       // `pause` may have returned while this page was on its way: it is then dropped, cursor
@@ -222,9 +242,12 @@ extension SyncEngine {
       self.cursor = page.cursor
       for record in fresh { author.observe(record) }
       let touched = known.insert(contentsOf: fresh)
-      state.update(from: known, touched: touched)
+      updateState(touched: touched)
       if !fresh.isEmpty {
-        logger.info("received \(fresh.count) version(s)")
+        logger.info("pulled \(fresh.count) version(s)")
+        logger.debug(
+          "pulled versions of \(Set(fresh.map(\.path.description)).sorted().joined(separator: ", "))"
+        )
       }
       reconcile(touched)
       tree?.conflictsChanged(at: touched)

@@ -30,11 +30,16 @@ extension SyncEngine {
     var before: [DocumentPath: VersionRecord] = [:]
     var after: [DocumentPath: VersionContent] = [:]
     var entries: [DocumentPath: LocalEntry] = [:]
-    for path in coverage {
+    // `.docsyncignore` first: its new patterns already apply to the files saved with it.
+    let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
+    for path in ordered {
       if let record = shown[path], let version = known[VersionID(digest(record.versionID))] {
         before[path] = version
       }
-      guard !IgnoredNames.isIgnored(path), let entry = tree.entry(at: path) else { continue }
+      guard !ignore.isIgnored(path), let entry = tree.entry(at: path) else {
+        if path == IgnoreRules.filePath { adopt(.builtIn) }
+        continue
+      }
       entries[path] = entry
       do {
         if let content = try content(of: entry, at: path, previous: before[path]) {
@@ -43,10 +48,17 @@ extension SyncEngine {
       } catch {
         logger.error("cannot read \(path) to sync it: \(error)")
       }
+      if path == IgnoreRules.filePath, case .file(let hash, _, _)? = after[path],
+        let bytes = blobs.bytes(hash)
+      {
+        adopt(IgnoreRules(fileContent: bytes))
+      }
     }
 
     var changes: [PendingChange] = []
-    for change in SaveCoalescer.changes(operations: operations, before: before, after: after) {
+    for change in SaveCoalescer.changes(
+      operations: operations, before: before, after: after, rules: ignore)
+    {
       // Writing a conflict version's content over its document (cp, cat >) chooses it.
       if let hash = change.content.blobHash,
         let chosen = state.conflicts[change.path]?.first(where: { $0.content.blobHash == hash })
@@ -86,7 +98,7 @@ extension SyncEngine {
     }
     let recorded = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })
     var newShown: [DocumentPath: ShownRecord?] = [:]
-    for path in coverage where !IgnoredNames.isIgnored(path) {
+    for path in coverage where !ignore.isIgnored(path) {
       if let record = recorded[path] {
         newShown[path] = shownRecord(path, record, entries[path])
       } else if let previous = before[path], let entry = entries[path],
@@ -113,9 +125,9 @@ extension SyncEngine {
     for (path, record) in newShown { shown[path] = record }
     outbox += records.map(\.id)
     let touched = known.insert(contentsOf: records)
-    state.update(from: known, touched: touched)
+    updateState(touched: touched)
     if !records.isEmpty {
-      logger.info(
+      logger.debug(
         "recorded \(records.count) local version(s): \(records.map(\.path.description).sorted().joined(separator: ", "))"
       )
     }
@@ -183,7 +195,7 @@ extension SyncEngine {
     let removals = paths.filter { state.entries[$0] == nil }.sorted {
       $0.components.count > $1.components.count
     }
-    for path in creations + removals where !path.isRoot && !IgnoredNames.isIgnored(path) {
+    for path in creations + removals where !path.isRoot && !ignore.isIgnored(path) {
       if busy.contains(path) || tree.hasOpenWriter(at: path) {
         deferred.insert(path)
         continue

@@ -9,9 +9,26 @@ public struct SyncStatus: Sendable {
   /// The overall state, as a person reads it.
   public enum State: Sendable, Equatable {
     case upToDate
+    /// Versions are going to the hub.
+    case uploading
+    /// Content is coming from the hub.
+    case downloading
+    /// Local changes wait for a quiet moment or a file to close, or remote changes wait to be
+    /// shown.
     case pending
     case offline(since: UInt64, reason: String)
     case paused
+  }
+
+  /// Progress of one direction: versions (files) and bytes done and in all, counted since that
+  /// direction was last idle.
+  public struct Transfer: Sendable, Equatable {
+    public var doneFiles = 0
+    public var doneBytes: UInt64 = 0
+    public var totalFiles = 0
+    public var totalBytes: UInt64 = 0
+
+    public init() {}
   }
 
   public var deviceName: String
@@ -20,6 +37,8 @@ public struct SyncStatus: Sendable {
   public var state: State
   public var pendingUploads: Int
   public var pendingLocalChanges: Bool
+  public var upload: Transfer
+  public var download: Transfer
   /// Wall-clock milliseconds of the last complete exchange with the hub.
   public var lastSync: UInt64?
   public var conflicts: [(path: DocumentPath, versions: Int)]
@@ -57,8 +76,14 @@ public final class SyncEngine: @unchecked Sendable {
   var stalled: Set<VersionID> = []
   weak var tree: (any LocalTree)?
   var paused = false
+  /// What never syncs: the built-in names and the current `.docsyncignore`.
+  var ignore = IgnoreRules.builtIn
   var offline: (since: UInt64, reason: String)?
   var lastSync: UInt64?
+  /// Versions pushed since the outbox was last empty, and the bytes they carry.
+  var uploaded = (files: 0, bytes: UInt64(0))
+  /// Content to fetch and fetched since pulling last found nothing new.
+  var download = SyncStatus.Transfer()
   var syncRequested: UInt64 = 0
   /// When the latest `synchronize` asked (monotonic milliseconds).
   var syncRequestedAt: UInt64 = 0
@@ -113,6 +138,7 @@ public final class SyncEngine: @unchecked Sendable {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
     outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
+    ignore = rulesOfCurrentIgnoreFile() ?? .builtIn
     let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
     try persist([
       .setMetadata(key: "device_id", value: idBytes),
@@ -175,7 +201,7 @@ public final class SyncEngine: @unchecked Sendable {
     for (path, entry) in local where !path.isRoot {
       guard let record = shown[path], let version = known[VersionID(digest(record.versionID))]
       else {
-        if !IgnoredNames.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
+        if !ignore.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
         continue
       }
       if version.content.isDeletion {
@@ -252,15 +278,25 @@ public final class SyncEngine: @unchecked Sendable {
         syncState = .paused
       } else if let offline {
         syncState = .offline(since: offline.since, reason: offline.reason)
-      } else if !outbox.isEmpty || pendingLocal || !deferred.isEmpty {
+      } else if download.doneFiles < download.totalFiles {
+        syncState = .downloading
+      } else if !outbox.isEmpty {
+        syncState = .uploading
+      } else if pendingLocal || !deferred.isEmpty {
         syncState = .pending
       } else {
         syncState = .upToDate
       }
+      var upload = SyncStatus.Transfer()
+      let waiting = outbox.filter { !stalled.contains($0) }.compactMap { known[$0] }
+      upload.doneFiles = uploaded.files
+      upload.doneBytes = uploaded.bytes
+      upload.totalFiles = uploaded.files + waiting.count
+      upload.totalBytes = waiting.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
       return SyncStatus(
         deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
         state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
-        lastSync: lastSync,
+        upload: upload, download: download, lastSync: lastSync,
         conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 })
     }
   }
@@ -269,6 +305,17 @@ public final class SyncEngine: @unchecked Sendable {
 
   /// Every document in conflict and its conflict versions.
   public func conflicts() -> [DocumentPath: [VersionRecord]] { withLock { state.conflicts } }
+
+  /// The current version of the document at `path` and its conflict versions; nil when the
+  /// path holds no synced document (a folder, an ignored file, nothing).
+  public func versions(of path: DocumentPath) -> (
+    current: VersionRecord, conflicts: [VersionRecord]
+  )? {
+    withLock {
+      guard case .document(let record)? = state.entries[path] else { return nil }
+      return (record, state.conflicts[path] ?? [])
+    }
+  }
 
   /// The local file that holds a version's content, if it is here.
   public func contentPath(of record: VersionRecord) -> String? {
@@ -295,7 +342,7 @@ public final class SyncEngine: @unchecked Sendable {
       }
       outbox += records.map(\.id)
       let touched = known.insert(contentsOf: records)
-      state.update(from: known, touched: touched)
+      updateState(touched: touched)
       reconcile(touched)
       tree?.conflictsChanged(at: touched)
       return true

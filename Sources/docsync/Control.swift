@@ -70,25 +70,39 @@ enum Control {
       engine.resume()
       reply(client, "ok")
     case "status":
-      let report = StatusReport(engine.status(), mountPoint: mountPoint)
-      let encoder = JSONEncoder()
-      encoder.outputFormatting = [.sortedKeys]
-      let json = (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-      reply(client, "ok\n" + json)
+      reply(client, "ok\n" + encoded(StatusReport(engine.status(), mountPoint: mountPoint)))
+    case "versions":
+      // The path travels as hex: a name may hold spaces, newlines or bytes that are not UTF-8.
+      guard words.count == 2, let bytes = hexBytes(words[1]) else {
+        return reply(client, "error malformed versions request")
+      }
+      let path = DocumentPath(components: bytes.split(separator: UInt8(ascii: "/")).map(Array.init))
+      guard let versions = engine.versions(of: path) else {
+        return reply(client, "error \(mountPoint)/\(path) is not a synced document")
+      }
+      let report = VersionsReport(
+        mountPoint: mountPoint, path: path, current: versions.current,
+        conflicts: versions.conflicts)
+      reply(client, "ok\n" + encoded(report))
     default:
       reply(client, "error unknown request")
     }
   }
 
   /// Sends one request to the mount whose state folder is `state`; returns the payload.
+  ///
+  /// The socket is named through `/proc/self/fd`, which is short whatever the state folder's
+  /// depth, and, unlike `chdir`, leaves other threads' requests (progress polls) alone.
   static func request(_ line: String, state: String, mountPoint: String) throws -> String {
-    let previous = FileManager.default.currentDirectoryPath
-    guard chdir(state) == 0 else { throw CommandFailure("\(mountPoint) is not running") }
-    defer { _ = chdir(previous) }
+    let folder = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard folder >= 0 else {
+      throw CommandFailure("the mount at \(mountPoint) is not running (no state folder \(state))")
+    }
+    defer { close(folder) }
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { throw CommandFailure(errorText(errno)) }
     defer { close(fd) }
-    var address = unixAddress(socketName)
+    var address = unixAddress("/proc/self/fd/\(folder)/\(socketName)")
     let connected = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -132,6 +146,31 @@ enum Control {
   }
 
   private static func reply(_ fd: Int32, _ text: String) { writeText(text + "\n", to: fd) }
+
+  private static func encoded(_ value: some Encodable) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+  }
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+  let digits = Array("0123456789abcdef".utf8)
+  var out: [UInt8] = []
+  for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
+  return String(decoding: out, as: UTF8.self)
+}
+
+func hexBytes(_ text: String) -> [UInt8]? {
+  let raw = Array(text.utf8)
+  guard raw.count % 2 == 0 else { return nil }
+  var out: [UInt8] = []
+  for index in stride(from: 0, to: raw.count, by: 2) {
+    guard let byte = UInt8(String(decoding: raw[index...index + 1], as: UTF8.self), radix: 16)
+    else { return nil }
+    out.append(byte)
+  }
+  return out
 }
 
 /// Runs async work from a plain thread and waits for its result.
@@ -151,22 +190,44 @@ final class ResultBox<T>: @unchecked Sendable {
   var value: T?
 }
 
-/// `docsync status --json`: stable field names for scripts.
+/// `docsync status --json`: stable field names for scripts (README.md documents them).
 struct StatusReport: Codable {
   struct Conflict: Codable {
     var path: String
     var versions: Int
   }
 
+  /// One direction of transfer: versions (files) and bytes done and in all, counted since that
+  /// direction was last idle.
+  struct Transfer: Codable {
+    var doneFiles: Int
+    var doneBytes: UInt64
+    var totalFiles: Int
+    var totalBytes: UInt64
+
+    init(_ transfer: SyncStatus.Transfer) {
+      doneFiles = transfer.doneFiles
+      doneBytes = transfer.doneBytes
+      totalFiles = transfer.totalFiles
+      totalBytes = transfer.totalBytes
+    }
+
+    var remainingFiles: Int { totalFiles - doneFiles }
+    var remainingBytes: UInt64 { totalBytes - min(doneBytes, totalBytes) }
+  }
+
   var mountPoint: String
-  var device: String
-  var deviceID: String
-  var hub: String
-  /// `up to date`, `pending`, `offline` or `paused`.
+  /// Absent when the mount is not running.
+  var device: String?
+  var deviceID: String?
+  var hub: String?
+  /// `up to date`, `uploading`, `downloading`, `pending`, `offline`, `paused` or `not running`.
   var state: String
   var offlineSince: String?
   var offlineReason: String?
   var pendingUploads: Int
+  var upload: Transfer?
+  var download: Transfer?
   var lastSync: String?
   var conflicts: [Conflict]
 
@@ -177,6 +238,8 @@ struct StatusReport: Codable {
     hub = status.hub
     switch status.state {
     case .upToDate: state = "up to date"
+    case .uploading: state = "uploading"
+    case .downloading: state = "downloading"
     case .pending: state = "pending"
     case .paused: state = "paused"
     case .offline(let since, let reason):
@@ -185,9 +248,68 @@ struct StatusReport: Codable {
       offlineReason = reason
     }
     pendingUploads = status.pendingUploads
+    upload = Transfer(status.upload)
+    download = Transfer(status.download)
     lastSync = status.lastSync.map(isoTime)
     conflicts = status.conflicts.map { Conflict(path: $0.path.description, versions: $0.versions) }
   }
+
+  /// A docsync mount whose process has ended.
+  init(notRunning mountPoint: String) {
+    self.mountPoint = mountPoint
+    state = "not running"
+    pendingUploads = 0
+    conflicts = []
+  }
+}
+
+/// `docsync versions --json`: the current version of one document and its conflict versions.
+struct VersionsReport: Codable {
+  struct Version: Codable {
+    /// The name under `.versions/<path>/`; absent for the current version.
+    var name: String?
+    var current: Bool
+    var device: String
+    var modified: String
+    var size: UInt64
+    /// The shell command that makes this version the outcome of the conflict; absent for the
+    /// current version of a document that is not in conflict.
+    var command: String?
+  }
+
+  var mountPoint: String
+  var path: String
+  var versions: [Version]
+
+  init(
+    mountPoint: String, path: DocumentPath, current: VersionRecord, conflicts: [VersionRecord]
+  ) {
+    self.mountPoint = mountPoint
+    self.path = path.description
+    let document = mountPoint + "/" + path.description
+    let folder = mountPoint + "/.versions/" + path.description
+    versions = [
+      Version(
+        name: nil, current: true, device: current.deviceName,
+        modified: current.modified.isoString, size: current.content.size ?? 0,
+        command: conflicts.isEmpty ? nil : "rm -r \(shellQuoted(folder))")
+    ]
+    for record in conflicts.sorted(by: {
+      VersionsName.name(for: $0).lexicographicallyPrecedes(VersionsName.name(for: $1))
+    }) {
+      let name = VersionsName.string(for: record)
+      versions.append(
+        Version(
+          name: name, current: false, device: record.deviceName,
+          modified: record.modified.isoString, size: record.content.size ?? 0,
+          command: "cp \(shellQuoted(folder + "/" + name)) \(shellQuoted(document))"))
+    }
+  }
+}
+
+/// `it's` → `'it'\''s'`: safe to paste into any POSIX shell.
+func shellQuoted(_ text: String) -> String {
+  "'" + text.replacingAll("'", with: "'\\''") + "'"
 }
 
 /// `2026-11-20T14:03:12Z`.

@@ -1,10 +1,12 @@
 import ArgumentParser
 import DocumentFileSystem
+import Foundation
 import FuseLowLevel
 import FuseMount
 import Glibc
 import Hub
 import LocalStore
+import Logging
 import PostgresHub
 import SyncEngine
 
@@ -34,11 +36,19 @@ struct MountCommand: ParsableCommand {
   @Option(help: "This device's name as people read it in .versions (default: the host name).")
   var device: String?
 
+  @Option(
+    help: """
+      How much to log: trace, debug, info (one line per sync event), notice, warning, error. \
+      The log goes to stderr with --foreground, to STATE/docsync.log otherwise.
+      """)
+  var logLevel: Logger.Level = .info
+
   @Flag(help: .hidden)
   var daemon = false
 
   func run() throws {
     if daemon { closeInheritedDescriptors() }
+    logLevelSetting.withLock { $0 = logLevel }
     let target = try checkedMountPoint()
     let stateFolder = try preparedStateFolder(for: target)
     try checkFuseDevice()
@@ -62,13 +72,34 @@ struct MountCommand: ParsableCommand {
       throw CommandFailure("cannot use mount point \(mountPoint): \(errorText(errno))")
     }
     if let existing = MountTable.record(at: resolved) {
+      if let state = existing.docsyncState {
+        throw CommandFailure("\(resolved) is already a docsync mount (state folder \(state))")
+      }
       throw CommandFailure("\(resolved) is already mounted (\(existing.type))")
+    }
+    // FUSE would mount over the files and hide them until the unmount: refuse instead.
+    guard let folder = opendir(resolved) else {
+      throw CommandFailure("cannot read mount point \(resolved): \(errorText(errno))")
+    }
+    defer { closedir(folder) }
+    while let entry = readdir(folder) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+      }
+      if name != "." && name != ".." {
+        throw CommandFailure(
+          "mount point \(resolved) is not empty: mount on an empty folder, so that nothing in it is hidden"
+        )
+      }
     }
     return resolved
   }
 
   func preparedStateFolder(for target: String) throws -> String {
-    let folder = state ?? Self.defaultStateFolder(for: target)
+    // Absolute first: the folders are made one component at a time from the root, and the
+    // daemon must find the same folder from wherever it runs.
+    let folder = URL(fileURLWithPath: state ?? Self.defaultStateFolder(for: target))
+      .standardizedFileURL.path
     var path = ""
     for component in folder.split(separator: "/") {
       path += "/" + component
@@ -131,11 +162,14 @@ struct MountCommand: ParsableCommand {
       throw CommandFailure(error.description)
     }
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
+    let library = LibraryRecord(stateFolder: folder)
+    try library.check(hub: hubLocation)
     let engine: SyncEngine
     do {
       let hubInstance = try openAnyHub(location: hubLocation)
+      library.record(hub: hubLocation)
       engine = try SyncEngine(
-        store: store, hub: hubInstance, hubDescription: hubLocation,
+        store: store, hub: hubInstance, hubDescription: LibraryRecord.shown(hubLocation),
         deviceName: device ?? Self.hostName())
     } catch let error as HubError {
       throw CommandFailure(error.description)
@@ -201,6 +235,7 @@ struct MountCommand: ParsableCommand {
     if allowOther { arguments.append("--allow-other") }
     if let hub { arguments += ["--hub", hub] }
     if let device { arguments += ["--device", device] }
+    arguments += ["--log-level", logLevel.rawValue]
     let cArguments = arguments.map { strdup($0) } + [nil]
     defer { cArguments.forEach { free($0) } }
     var pid: pid_t = 0

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Synchronization
 
 /// A running docsync mount, found by its mount point.
 struct RunningMount {
@@ -8,9 +9,7 @@ struct RunningMount {
   let state: String
 
   init(_ path: String) throws {
-    guard let target = resolvedPath(path) else {
-      throw CommandFailure("mount point \(path) does not exist")
-    }
+    let target = try locateMountPoint(path)
     guard let record = MountTable.record(at: target), let state = record.docsyncState else {
       throw CommandFailure("\(target) is not a docsync mount")
     }
@@ -18,17 +17,59 @@ struct RunningMount {
     self.state = state
   }
 
+  init(record: MountRecord, state: String) {
+    mountPoint = record.mountPoint
+    self.state = state
+  }
+
   func request(_ line: String) throws -> String {
     try Control.request(line, state: state, mountPoint: mountPoint)
   }
 
-  /// Every docsync mount of this user.
+  func status() throws -> StatusReport {
+    let payload = try request("status")
+    guard let report = try? JSONDecoder().decode(StatusReport.self, from: Data(payload.utf8))
+    else {
+      throw CommandFailure("the mount at \(mountPoint) sent an unreadable status")
+    }
+    return report
+  }
+
+  /// Every docsync mount of this user: the kernel lists every mount of the namespace, and a
+  /// mount's state folder belongs to the user who mounted it.
   static func all() -> [RunningMount] {
     MountTable.records().compactMap { record in
-      guard let state = record.docsyncState, access(state, R_OK) == 0 else { return nil }
-      return try? RunningMount(record.mountPoint)
+      guard let state = record.docsyncState else { return nil }
+      var info = stat()
+      guard stat(state, &info) == 0, info.st_uid == getuid() else { return nil }
+      return RunningMount(record: record, state: state)
     }
   }
+}
+
+/// The mount point that `path` names, refusing a docsync mount whose process has died.
+func locateMountPoint(_ path: String) throws -> String {
+  let (target, alive) = try mountPointPath(path)
+  guard alive else {
+    throw CommandFailure(
+      "the mount at \(target) is not running (its process ended); "
+        + "unmount it with: docsync unmount \(shellQuoted(target))")
+  }
+  return target
+}
+
+/// The absolute path of a mount point, also when its mount process has died: the kernel then
+/// answers ENOTCONN, and `realpath` fails on it.
+func mountPointPath(_ path: String) throws -> (target: String, alive: Bool) {
+  if let resolved = resolvedPath(path) { return (resolved, true) }
+  let failure = errno
+  let absolute = URL(fileURLWithPath: path).standardizedFileURL.path as NSString
+  if failure == ENOTCONN, let parent = resolvedPath(absolute.deletingLastPathComponent) {
+    let candidate = (parent == "/" ? "" : parent) + "/" + absolute.lastPathComponent
+    if MountTable.record(at: candidate)?.docsyncState != nil { return (candidate, false) }
+  }
+  if failure == ENOENT { throw CommandFailure("mount point \(path) does not exist") }
+  throw CommandFailure("cannot use \(path): \(errorText(failure))")
 }
 
 /// `docsync sync`: push and pull now; return when the mount is up to date with the hub.
@@ -43,8 +84,67 @@ struct SyncCommand: ParsableCommand {
   var timeout: Double = 60
 
   func run() throws {
-    _ = try RunningMount(mountPoint).request("sync \(timeout)")
+    let mount = try RunningMount(mountPoint)
+    // Progress is for a person watching: on a terminal only, on stderr, one line redrawn.
+    let progress = isatty(2) == 1 ? ProgressLine(mount: mount) : nil
+    defer { progress?.finish() }
+    _ = try mount.request("sync \(timeout)")
   }
+}
+
+/// Redraws one line on stderr with what a sync moves and what remains, from the mount's
+/// transfer counters, until `finish`.
+final class ProgressLine: Sendable {
+  private let finished = Mutex(false)
+  private let drawn = Mutex(false)
+  private let stopped = DispatchSemaphore(value: 0)
+
+  init(mount: RunningMount) {
+    let thread = Thread { [self] in
+      while !finished.withLock({ $0 }) {
+        if let report = try? mount.status(), let line = Self.describe(report) {
+          writeText("\r\u{1B}[K" + line, to: 2)
+          drawn.withLock { $0 = true }
+        }
+        usleep(200_000)
+      }
+      stopped.signal()
+    }
+    thread.start()
+  }
+
+  func finish() {
+    finished.withLock { $0 = true }
+    stopped.wait()
+    if drawn.withLock({ $0 }) { writeText("\r\u{1B}[K", to: 2) }
+  }
+
+  /// `uploading 3 of 10 files (1.2 MB of 5.0 MB)`, and the same for downloads; nil when
+  /// nothing moves.
+  static func describe(_ report: StatusReport) -> String? {
+    var parts: [String] = []
+    for (verb, transfer) in [("uploading", report.upload), ("downloading", report.download)] {
+      guard let transfer, transfer.remainingFiles > 0 else { continue }
+      parts.append(
+        "\(verb) \(transfer.doneFiles) of \(transfer.totalFiles) files "
+          + "(\(byteCount(transfer.doneBytes)) of \(byteCount(transfer.totalBytes)))")
+    }
+    return parts.isEmpty ? nil : "\(report.mountPoint): " + parts.joined(separator: ", ")
+  }
+}
+
+/// `512 bytes`, `1.2 kB`, `3.4 MB`, `5.6 GB` (powers of 1000, as `ls --si`).
+func byteCount(_ bytes: UInt64) -> String {
+  if bytes < 1000 { return bytes == 1 ? "1 byte" : "\(bytes) bytes" }
+  var value = Double(bytes)
+  for unit in ["kB", "MB", "GB", "TB"] {
+    value /= 1000
+    if value < 999.95 || unit == "TB" {
+      let tenths = Int((value * 10).rounded())
+      return "\(tenths / 10).\(tenths % 10) \(unit)"
+    }
+  }
+  return "\(bytes) bytes"
 }
 
 /// `docsync pause`: stop syncing; the mount keeps working.
@@ -78,27 +178,27 @@ struct StatusCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "status", abstract: "Show sync state and every document in conflict.")
 
-  @Argument(help: "The mount point (default: every docsync mount).")
+  @Argument(help: "The mount point (default: every docsync mount of this user).")
   var mountPoint: String?
 
-  @Flag(help: "Print JSON for scripts.")
+  @Flag(help: "Print JSON for scripts: one object for a mount point, an array for all mounts.")
   var json = false
 
   func run() throws {
-    let mounts = try mountPoint.map { [try RunningMount($0)] } ?? RunningMount.all()
     var reports: [StatusReport] = []
-    for mount in mounts {
-      let payload = try mount.request("status")
-      guard let report = try? JSONDecoder().decode(StatusReport.self, from: Data(payload.utf8))
-      else {
-        throw CommandFailure("the mount at \(mount.mountPoint) sent an unreadable status")
+    if let mountPoint {
+      reports = [try RunningMount(mountPoint).status()]
+    } else {
+      // One dead mount must not hide the others: it is listed as not running.
+      reports = RunningMount.all().map { mount in
+        (try? mount.status()) ?? StatusReport(notRunning: mount.mountPoint)
       }
-      reports.append(report)
     }
     if json {
       let encoder = JSONEncoder()
-      encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-      let data = try encoder.encode(mountPoint == nil ? AnyReports.many(reports) : .one(reports[0]))
+      encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+      let data =
+        mountPoint == nil ? try encoder.encode(reports) : try encoder.encode(reports[0])
       writeText(String(decoding: data, as: UTF8.self) + "\n", to: 1)
       return
     }
@@ -106,17 +206,17 @@ struct StatusCommand: ParsableCommand {
       writeText("no docsync mounts\n", to: 1)
       return
     }
-    for report in reports {
-      var lines = [report.mountPoint]
-      lines.append("  device:    \(report.device)")
-      lines.append("  hub:       \(report.hub)")
-      var state = report.state
-      if report.state == "offline" {
-        state = "offline since \(report.offlineSince ?? "?") (\(report.offlineReason ?? ""))"
-      } else if report.state == "pending" {
-        state = "uploading \(report.pendingUploads) version(s)"
-      }
-      lines.append("  state:     \(state)")
+    writeText(reports.map(Self.text).joined(separator: "\n"), to: 1)
+  }
+
+  static func text(_ report: StatusReport) -> String {
+    var lines = [report.mountPoint]
+    if let device = report.device, let hub = report.hub {
+      lines.append("  device:    \(device)")
+      lines.append("  hub:       \(hub)")
+    }
+    lines.append("  state:     \(stateText(report))")
+    if report.state != "not running" {
       lines.append("  last sync: \(report.lastSync ?? "never")")
       if report.conflicts.isEmpty {
         lines.append("  conflicts: none")
@@ -128,21 +228,107 @@ struct StatusCommand: ParsableCommand {
             "    \(conflict.path) (\(conflict.versions) \(plural) in .versions/\(conflict.path)/)")
         }
       }
-      writeText(lines.joined(separator: "\n") + "\n", to: 1)
     }
+    return lines.joined(separator: "\n") + "\n"
   }
 
-  /// One report for one mount, a list for all of them.
-  enum AnyReports: Encodable {
-    case one(StatusReport)
-    case many([StatusReport])
+  static func stateText(_ report: StatusReport) -> String {
+    func files(_ count: Int) -> String { count == 1 ? "1 file" : "\(count) files" }
+    switch report.state {
+    case "offline":
+      return "offline since \(report.offlineSince ?? "?") (\(report.offlineReason ?? ""))"
+    case "uploading":
+      let upload = report.upload
+      return "uploading \(files(upload?.remainingFiles ?? report.pendingUploads))"
+        + (upload.map { " (\(byteCount($0.remainingBytes)))" } ?? "")
+    case "downloading":
+      let download = report.download
+      return "downloading \(files(download?.remainingFiles ?? 0))"
+        + (download.map { " (\(byteCount($0.remainingBytes)))" } ?? "")
+    case "pending":
+      return "pending (changes wait for a quiet moment or for a file to be closed)"
+    case "not running":
+      return
+        "not running (the mount process ended; docsync unmount \(shellQuoted(report.mountPoint)))"
+    default:
+      return report.state
+    }
+  }
+}
 
-    func encode(to encoder: any Encoder) throws {
-      var container = encoder.singleValueContainer()
-      switch self {
-      case .one(let report): try container.encode(report)
-      case .many(let reports): try container.encode(reports)
+/// `docsync versions`: the current version of one document and its conflict versions, with the
+/// command that chooses each.
+struct VersionsCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    commandName: "versions",
+    abstract: "Show the current version and the conflict versions of one document.")
+
+  @Argument(help: "A document in a docsync mount (absolute, or relative to this folder).")
+  var path: String
+
+  @Flag(help: "Print JSON for scripts.")
+  var json = false
+
+  func run() throws {
+    let (mount, relative) = try Self.locate(path)
+    let payload = try mount.request("versions " + hexString(Array(relative.utf8)))
+    guard
+      let report = try? JSONDecoder().decode(VersionsReport.self, from: Data(payload.utf8))
+    else {
+      throw CommandFailure("the mount at \(mount.mountPoint) sent unreadable versions")
+    }
+    if json {
+      let encoder = JSONEncoder()
+      encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+      writeText(String(decoding: try encoder.encode(report), as: UTF8.self) + "\n", to: 1)
+      return
+    }
+    let conflicts = report.versions.count - 1
+    var lines = [
+      "\(report.mountPoint)/\(report.path): "
+        + (conflicts == 0
+          ? "no conflict"
+          : "\(conflicts) conflict version\(conflicts == 1 ? "" : "s") in .versions/\(report.path)/")
+    ]
+    let width = report.versions.map(\.device.count).max() ?? 0
+    for version in report.versions {
+      let device = version.device.padding(toLength: width, withPad: " ", startingAt: 0)
+      var line =
+        "  \(version.current ? "current " : "conflict") \(version.modified)  \(device)  "
+        + byteCount(version.size)
+      if let name = version.name { line += "  \(name)" }
+      lines.append(line)
+      if let command = version.command {
+        lines.append("           \(version.current ? "keep it:  " : "choose it:") \(command)")
       }
     }
+    writeText(lines.joined(separator: "\n") + "\n", to: 1)
+  }
+
+  /// The mount that holds `path` and the path inside it; a folder under `.versions` names its
+  /// document.
+  static func locate(_ path: String) throws -> (RunningMount, String) {
+    let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+    // The document itself may be a symlink: only its folder is resolved.
+    let parent = (absolute as NSString).deletingLastPathComponent
+    guard let folder = resolvedPath(parent) else {
+      if errno == ENOTCONN { _ = try locateMountPoint(parent) }
+      throw CommandFailure("\(path) does not exist")
+    }
+    let name = (absolute as NSString).lastPathComponent
+    let full = folder == "/" ? "/" + name : folder + "/" + name
+    let mounts = RunningMount.all().filter { full.hasPrefix($0.mountPoint + "/") }
+    guard let mount = mounts.max(by: { $0.mountPoint.count < $1.mountPoint.count }) else {
+      throw CommandFailure("\(path) is not in a docsync mount")
+    }
+    var relative = String(full.dropFirst(mount.mountPoint.count + 1))
+    if relative.hasPrefix(".versions/") {
+      // `.versions/<document>/` is a folder; a file in it is one version of that document.
+      var info = stat()
+      let isVersionFile = lstat(full, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+      relative = String(relative.dropFirst(10))
+      if isVersionFile { relative = (relative as NSString).deletingLastPathComponent }
+    }
+    return (mount, relative)
   }
 }

@@ -10,9 +10,8 @@ struct UnmountCommand: ParsableCommand {
   var mountPoint: String
 
   func run() throws {
-    guard let target = resolvedPath(mountPoint) else {
-      throw CommandFailure("mount point \(mountPoint) does not exist")
-    }
+    // A mount whose process died can still be unmounted: that is the way out of it.
+    let target = try mountPointPath(mountPoint).target
     guard let record = MountTable.record(at: target), let state = record.docsyncState else {
       throw CommandFailure("\(target) is not a docsync mount")
     }

@@ -4,7 +4,13 @@ import Logging
 
 // Logs go to stderr: unbuffered, so a daemon's log file is current when someone reads it (the
 // daemon sends stdout and stderr to STATE/docsync.log).
-LoggingSystem.bootstrap(StreamLogHandler.standardError)
+// The level is read when a logger is made, so `--log-level` reaches every logger that the
+// mount makes after parsing its options.
+LoggingSystem.bootstrap { label in
+  var handler = StreamLogHandler.standardError(label: label)
+  handler.logLevel = logLevelSetting.withLock { $0 }
+  return handler
+}
 
 // Exit statuses are part of the contract (DESIGN.md): 0 success, 1 a one-line error, 2 wrong
 // usage. ArgumentParser's default for wrong usage is 64, so the parse is done here.

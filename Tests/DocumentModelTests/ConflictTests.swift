@@ -273,10 +273,12 @@ import Testing
     let ignored = [
       "4913", ".plan.md.swp", ".plan.md.swo", "plan.md~", "#plan.md#", ".#plan.md",
       ".goutputstream-ABC123", ".~lock.report.odt#", "plan.md.vsctmp", ".fuse_hidden0001",
+      "~$report.docx", "video.mp4.part",
     ]
     for name in ignored { #expect(IgnoredNames.isIgnored(name: Array(name.utf8)), "\(name)") }
     let kept = [
       "plan.md", "4914", "sedAbC123", "lu123.tmp", "#notes", ".sw", "a.swp", ".versionsx",
+      "part", "party.md", "a~b",
     ]
     for name in kept { #expect(!IgnoredNames.isIgnored(name: Array(name.utf8)), "\(name)") }
     #expect(IgnoredNames.isIgnored(path(".versions/plan.md/x")))

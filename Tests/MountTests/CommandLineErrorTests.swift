@@ -2,6 +2,10 @@ import Foundation
 import MountHarness
 import Testing
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Bad input to `docsync mount`: exit 1 and one line on stderr that names the problem, or exit
 /// 2 for wrong usage. Nothing may be left mounted.
 @Suite("docsync command-line errors", .docsyncOnly)
@@ -50,7 +54,8 @@ struct CommandLineErrorTests {
       try FileManager.default.createDirectory(
         atPath: m.scratch("state2"), withIntermediateDirectories: true)
       try expectError(
-        ["mount", m.mountPoint, "--state", m.scratch("state2")], keywords: ["already mounted"])
+        ["mount", m.mountPoint, "--state", m.scratch("state2")],
+        keywords: ["is already a docsync mount"])
       // The failed second mount must not have disturbed the first.
       try write(m.path("still-works.txt"), "yes\n")
       #expect(try read(m.path("still-works.txt")) == "yes\n")
@@ -77,6 +82,189 @@ struct CommandLineErrorTests {
         ["mount", m.mountPoint, "--state", m.state], keywords: ["/dev/fuse", "/nonexistent/fuse"],
         env: ["DOCSYNC_FUSE_DEVICE": "/nonexistent/fuse"])
       #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
+  @Test(.needs())
+  func mountPointThatIsNotEmpty() throws {
+    try MountFixture.withScratch { m throws in
+      try write(m.path("keep-me.txt"), "mine\n")
+      try expectError(["mount", m.mountPoint, "--state", m.state], keywords: ["is not empty"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+      #expect(try read(m.path("keep-me.txt")) == "mine\n")
+    }
+  }
+
+  @Test(.needs())
+  func stateFolderInUseByAnotherMount() throws {
+    try MountFixture.withMount { m throws in
+      try FileManager.default.createDirectory(
+        atPath: m.scratch("second"), withIntermediateDirectories: true)
+      try expectError(
+        ["mount", m.scratch("second"), "--state", m.state, "--hub", m.scratch("hub.sqlite")],
+        keywords: ["in use by another docsync mount"])
+      #expect(!MountFixture.mountedPoints().contains(m.scratch("second")))
+    }
+  }
+
+  @Test(.needs("sleep"))
+  func unmountWhileBusy() throws {
+    try MountFixture.withMount(programs: ["sleep"]) { m throws in
+      try write(m.path("doc.txt"), "text\n")
+      do {
+        // A shell whose current folder is in the mount is what makes a mount busy in practice.
+        let holder = try BackgroundProcess(["sleep", "600"], cwd: m.mountPoint)
+        try expectError(["unmount", m.mountPoint], keywords: ["is busy"])
+        #expect(MountFixture.mountedPoints().contains(m.mountPoint))
+        kill(holder.pid, SIGKILL)
+        _ = try holder.wait()
+      }
+      #expect(try read(m.path("doc.txt")) == "text\n")
+    }
+  }
+
+  @Test(.needs())
+  func stateFolderOfAnotherLibrary() throws {
+    try MountFixture.withMount { m throws in
+      try write(m.path("doc.txt"), "text\n")
+      try m.unmount()
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", m.scratch("other-hub.sqlite")],
+        keywords: ["belongs to the library on hub"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+      #expect(!FileManager.default.fileExists(atPath: m.scratch("other-hub.sqlite")))
+      // The right hub still mounts it, with everything in place.
+      try m.mount()
+      #expect(try read(m.path("doc.txt")) == "text\n")
+    }
+  }
+
+  @Test(.needs())
+  func hubThatWentMissing() throws {
+    try MountFixture.withMount { m throws in
+      try write(m.path("doc.txt"), "text\n")
+      try m.unmount()
+      let hub = m.scratch("hub.sqlite")
+      try FileManager.default.moveItem(atPath: hub, toPath: hub + ".moved")
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", hub], keywords: ["is missing"])
+      #expect(!FileManager.default.fileExists(atPath: hub), "an empty hub was made in its place")
+      try FileManager.default.moveItem(atPath: hub + ".moved", toPath: hub)
+      try m.mount()
+      #expect(try read(m.path("doc.txt")) == "text\n")
+    }
+  }
+
+  @Test(.needs())
+  func hubWhoseFolderCannotBeMade() throws {
+    try MountFixture.withScratch { m throws in
+      try write(m.scratch("blocker"), "a file\n")
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", m.scratch("blocker/hub.sqlite")],
+        keywords: ["cannot create the folder"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
+  @Test(.needs())
+  func hubThatIsAFolder() throws {
+    try MountFixture.withScratch { m throws in
+      try FileManager.default.createDirectory(
+        atPath: m.scratch("hub-folder"), withIntermediateDirectories: true)
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", m.scratch("hub-folder")],
+        keywords: ["is a folder, not a hub"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
+  @Test(.needs())
+  func hubThatIsNotADatabase() throws {
+    try MountFixture.withScratch { m throws in
+      // Tests run as root, so permissions cannot make a file unreadable; a damaged one can.
+      let junk = String(repeating: "not a database, just words. ", count: 200)
+      try write(m.scratch("hub.sqlite"), junk)
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", m.scratch("hub.sqlite")],
+        keywords: ["is not a SQLite database"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+      #expect(try read(m.scratch("hub.sqlite")) == junk)
+    }
+  }
+
+  @Test(.needs())
+  func hubOfAnUnknownKind() throws {
+    try MountFixture.withScratch { m throws in
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", "ftp://example.org/hub"],
+        keywords: ["unknown hub kind"])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
+  /// docsync works offline by design, so an unreachable hub does not stop the mount: the
+  /// failure shows where a person waits for the hub, in `sync`, and in `status`.
+  @Test(.needs())
+  func hubThatIsUnreachable() throws {
+    try MountFixture.withScratch { m throws in
+      let binary = try MountFixture.docsyncBinary()
+      // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+      let hub = "postgres://docsync@127.0.0.1:1/docsync?sslmode=disable"
+      try check([binary, "mount", m.mountPoint, "--state", m.state, "--hub", hub])
+      defer { _ = try? run([binary, "unmount", m.mountPoint]) }
+      try write(m.path("doc.txt"), "written offline\n")
+      try expectError(
+        ["sync", m.mountPoint, "--timeout", "3"], keywords: ["hub is unreachable"])
+      let status = try check([binary, "status", m.mountPoint])
+      #expect(status.stdout.contains("state:     offline since"), "\(status)")
+      #expect(try read(m.path("doc.txt")) == "written offline\n")
+    }
+  }
+
+  @Test(.needs())
+  func commandsToAMountWhoseProcessDied() throws {
+    try MountFixture.withMount { m throws in
+      let pid = try m.daemonPID()
+      kill(pid, SIGKILL)
+      while kill(pid, 0) == 0 { usleep(10_000) }
+      for command in [["status", m.mountPoint], ["sync", m.mountPoint], ["pause", m.mountPoint]] {
+        try expectError(command, keywords: ["is not running"])
+      }
+      // The way out that the message names.
+      try check([try MountFixture.docsyncBinary(), "unmount", m.mountPoint])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+      m.markUnmounted()
+    }
+  }
+
+  @Test(.needs())
+  func commandsToAFolderThatIsNotAMount() throws {
+    try MountFixture.withScratch { m throws in
+      try expectError(["status", m.mountPoint], keywords: ["is not a docsync mount"])
+      try expectError(["sync", m.scratch("nowhere")], keywords: ["does not exist"])
+      try write(m.scratch("doc.txt"), "x\n")
+      try expectError(["versions", m.scratch("doc.txt")], keywords: ["not in a docsync mount"])
+    }
+  }
+
+  @Test(.needs("touch"))
+  func aNameThatIsTooLong() throws {
+    try MountFixture.withMount(programs: ["touch"]) { m throws in
+      let name = String(repeating: "n", count: 300)
+      let result = try run(["touch", name], cwd: m.mountPoint)
+      #expect(result.status == 1, "\(result)")
+      #expect(result.stderr.contains("File name too long"), "\(result)")
+      #expect(try FileManager.default.contentsOfDirectory(atPath: m.mountPoint) == [".versions"])
+    }
+  }
+
+  @Test(.needs("sh"))
+  func aWriteIntoVersions() throws {
+    try MountFixture.withMount(programs: ["sh"]) { m throws in
+      let result = try run(["sh", "-c", "echo x > .versions/new.txt"], cwd: m.mountPoint)
+      #expect(result.status != 0, "\(result)")
+      #expect(result.stderr.contains("Read-only file system"), "\(result)")
+      #expect(!FileManager.default.fileExists(atPath: m.path(".versions/new.txt")))
     }
   }
 
