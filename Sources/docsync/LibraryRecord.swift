@@ -36,6 +36,9 @@ struct LibraryRecord {
     }
   }
 
+  /// Whether this state folder has been mounted on its hub before.
+  var isRecorded: Bool { readTextFile(file) != nil }
+
   func record(hub location: String) {
     guard readTextFile(file) == nil else { return }
     writeFile(file, Self.identity(location) + "\n")

@@ -164,15 +164,26 @@ struct MountCommand: ParsableCommand {
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
     let library = LibraryRecord(stateFolder: folder)
     try library.check(hub: hubLocation)
+    let hubInstance: any Hub
+    do {
+      hubInstance = try openAnyHub(location: hubLocation)
+    } catch {
+      throw CommandFailure(error.description)
+    }
+    if let problem = Self.problemReaching(hubInstance, shown: LibraryRecord.shown(hubLocation)) {
+      // A new mount has nothing to show without its hub, and the cause is most likely a
+      // mistyped host or password; a mount set up before serves its files offline.
+      guard library.isRecorded else { throw CommandFailure(problem) }
+      writeText(
+        "docsync: warning: \(problem); serving the local files, syncing once the hub is back\n",
+        to: 2)
+    }
     let engine: SyncEngine
     do {
-      let hubInstance = try openAnyHub(location: hubLocation)
       library.record(hub: hubLocation)
       engine = try SyncEngine(
         store: store, hub: hubInstance, hubDescription: LibraryRecord.shown(hubLocation),
         deviceName: device ?? Self.hostName())
-    } catch let error as HubError {
-      throw CommandFailure(error.description)
     } catch {
       throw CommandFailure("cannot start syncing: \(error)")
     }
@@ -217,6 +228,32 @@ struct MountCommand: ParsableCommand {
     unlink(pidFile)
   }
 
+  /// Why the hub cannot be read now (nil when it can), asked once before mounting; a hub that
+  /// does not answer within the deadline counts as unreachable.
+  static func problemReaching(_ hub: any Hub, shown: String, deadline: Duration = .seconds(15))
+    -> String?
+  {
+    waitFor { () async -> String? in
+      await withTaskGroup(of: String?.self) { group in
+        group.addTask {
+          do throws(HubError) {
+            _ = try await hub.records(after: .start, limit: 1)
+            return nil
+          } catch {
+            return error.description
+          }
+        }
+        group.addTask {
+          try? await Task.sleep(for: deadline)
+          return "hub unreachable: no answer from \(shown) within \(deadline)"
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+      }
+    }
+  }
+
   /// Starts `docsync mount --daemon` in a new session and waits for it to say it is ready.
   func startDaemon(mountPoint target: String, state folder: String) throws {
     guard let pipeEnds = makePipe() else { throw CommandFailure(errorText(errno)) }
@@ -247,7 +284,10 @@ struct MountCommand: ParsableCommand {
     }
     let output = readToEnd(pipeEnds[0])
     let lines = String(decoding: output, as: UTF8.self).split(separator: "\n")
-    if lines.contains(where: { $0.hasPrefix("ready ") }) { return }
+    if lines.contains(where: { $0.hasPrefix("ready ") }) {
+      for line in lines where line.hasPrefix("docsync: warning: ") { writeText(line + "\n", to: 2) }
+      return
+    }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     let message =

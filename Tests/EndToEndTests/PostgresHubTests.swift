@@ -141,6 +141,16 @@ struct PostgresOutageTests {
         #expect(try read(device.path("offline-\(device.name).txt")) == "written offline\n")
       }
 
+      // A mount set up before starts again while the hub is away: it says so in one line
+      // and serves its files.
+      try a.unmount()
+      let remount = try a.mount()
+      #expect(
+        remount.stderr.hasPrefix("docsync: warning: hub unreachable: ")
+          && remount.stderr.contains("serving the local files"), "\(remount)")
+      #expect(remount.stderr.split(separator: "\n").count == 1, "\(remount)")
+      #expect(try read(a.path("offline-laptop.txt")) == "written offline\n")
+
       try cluster.start()
       // The engine retries with a backoff of up to 10 s.
       for device in [a, b, a] { try device.sync(timeout: 90) }
@@ -163,6 +173,49 @@ struct PostgresOutageTests {
       }
       #expect(try findVersions(a) == findVersions(b))
       try expectSameTree(a, b, mtimes: false)
+    }
+  }
+
+  /// What a person can get wrong about a PostgreSQL hub: each gives one line and exit status 1
+  /// at `docsync mount`, and nothing is mounted.
+  @Test(
+    "Wrong password, no TLS on the server, unreachable port, bad URL: one line, exit 1",
+    .needs("psql", "runuser"), .docsyncOnly, .postgresHub)
+  func badHubsGiveOneClearLine() throws {
+    try TestEnvironment.require(programs: ["psql", "runuser"])
+    let cluster = try PrivatePostgresCluster()
+    defer { cluster.remove() }
+    guard case .location(let url, let environment) = try cluster.newLibraryHub() else {
+      throw TestFailure("a private cluster's hub is a location")
+    }
+    let closedPort = try PrivatePostgresCluster.freePort()
+    let cases: [(String, String, [String: String], String)] = [
+      ("wrong password", url, ["PGPASSWORD": "not-the-password"], "password"),
+      (
+        "no TLS", url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=require"),
+        environment, "TLS"
+      ),
+      (
+        "unreachable", url.replacingOccurrences(of: ":\(cluster.port)/", with: ":\(closedPort)/"),
+        environment, "unreachable"
+      ),
+      ("bad URL", "postgres://[::1/db", environment, "URL"),
+    ]
+    for (label, hub, variables, keyword) in cases {
+      try MountFixture.withScratch { m throws in
+        let result = try run(
+          [
+            try MountFixture.docsyncBinary(), "mount", m.mountPoint, "--state", m.state,
+            "--hub", hub,
+          ],
+          env: variables, timeout: .seconds(60))
+        let lines = result.stderr.split(separator: "\n")
+        #expect(result.status == 1, "\(label): \(result)")
+        #expect(lines.count == 1 && lines[0].hasPrefix("docsync: "), "\(label): \(result)")
+        #expect(result.stderr.localizedCaseInsensitiveContains(keyword), "\(label): \(result)")
+        #expect(!MountFixture.mountedPoints().contains(m.mountPoint), "\(label)")
+        print("\(label): \(result.stderr)", terminator: "")
+      }
     }
   }
 

@@ -47,7 +47,9 @@ public final class Device {
 
   public func path(_ relative: String) -> String { "\(mountPoint)/\(relative)" }
 
-  public func mount() throws {
+  /// `docsync mount`: what it printed (a warning, say) once the mount is in place.
+  @discardableResult
+  public func mount() throws -> RunResult {
     let result = try run(
       [
         try MountFixture.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", hub,
@@ -61,6 +63,7 @@ public final class Device {
       throw RunError(description: "docsync mount exited 0 but \(mountPoint) is not mounted")
     }
     isMounted = true
+    return result
   }
 
   public func unmount() throws {

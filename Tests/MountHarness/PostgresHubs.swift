@@ -190,7 +190,7 @@ public final class PrivatePostgresCluster {
       environment: ["PGPASSWORD": password])
   }
 
-  static func freePort() throws -> Int {
+  public static func freePort() throws -> Int {
     let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard socketFD >= 0 else { throw RunError(description: "socket: \(errno)") }
     defer { close(socketFD) }
