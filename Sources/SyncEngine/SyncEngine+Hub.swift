@@ -93,7 +93,12 @@ extension SyncEngine {
           }
       }
       guard !batch.isEmpty else {
-        withLock { if outbox.allSatisfy(stalled.contains) { uploaded = (0, 0) } }
+        withLock {
+          if outbox.allSatisfy(stalled.contains) {
+            uploaded = (0, 0)
+            contentUploaded = []
+          }
+        }
         return
       }
       var ready: [VersionRecord] = []
@@ -107,6 +112,7 @@ extension SyncEngine {
             }
             continue
           }
+          withLock { _ = contentUploaded.insert(record.id) }
         }
         ready.append(record)
       }
@@ -125,6 +131,7 @@ extension SyncEngine {
       try withLock { () throws(SyncError) in
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
         outbox.removeAll { sent.contains($0) }
+        contentUploaded.subtract(sent)
         uploaded.files += ready.count
         uploaded.bytes += ready.reduce(0) { $0 + ($1.content.size ?? 0) }
       }

@@ -82,6 +82,9 @@ public final class SyncEngine: @unchecked Sendable {
   var lastSync: UInt64?
   /// Versions pushed since the outbox was last empty, and the bytes they carry.
   var uploaded = (files: 0, bytes: UInt64(0))
+  /// Queued versions whose content is on the hub already, their records not yet: counted as
+  /// done, so that progress moves with each file rather than with each batch of records.
+  var contentUploaded: Set<VersionID> = []
   /// Content to fetch and fetched since pulling last found nothing new.
   var download = SyncStatus.Transfer()
   var syncRequested: UInt64 = 0
@@ -289,8 +292,9 @@ public final class SyncEngine: @unchecked Sendable {
       }
       var upload = SyncStatus.Transfer()
       let waiting = outbox.filter { !stalled.contains($0) }.compactMap { known[$0] }
-      upload.doneFiles = uploaded.files
-      upload.doneBytes = uploaded.bytes
+      let sent = waiting.filter { contentUploaded.contains($0.id) }
+      upload.doneFiles = uploaded.files + sent.count
+      upload.doneBytes = sent.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
       upload.totalFiles = uploaded.files + waiting.count
       upload.totalBytes = waiting.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
       return SyncStatus(
