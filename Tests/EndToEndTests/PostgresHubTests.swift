@@ -6,52 +6,9 @@ import Testing
   import Glibc
 #endif
 
-/// The two-device scenarios with both devices on a PostgreSQL hub: each runs the SQLite test's
-/// own body, with a fresh database, account and device role on Tools/test's cluster, reached
-/// over TLS with `sslmode=verify-full`.
-@Suite("The two-device scenarios on a PostgreSQL hub")
-struct PostgresHubScenarioTests {
-  func onPostgres(_ body: () throws -> Void) throws {
-    try LibraryHub.$current.withValue(.postgres, operation: body)
-  }
-
-  @Test(
-    "A new file, an edit, a rename, a delete, a folder and a symlink on A appear on B",
-    .needs("psql"), .docsyncOnly, .postgresHub)
-  func everyKindOfChangeReachesTheOtherDevice() throws {
-    try onPostgres { try PropagationTests().everyKindOfChangeReachesTheOtherDevice() }
-  }
-
-  @Test(
-    "Concurrent edits: the same winner and the same .versions entry on both devices",
-    .needs("psql"), .docsyncOnly, .postgresHub)
-  func concurrentEdits() throws {
-    try onPostgres {
-      try ConflictTests().concurrentEditsShowTheSameWinnerAndVersionOnBothDevices()
-    }
-  }
-
-  @Test(
-    "cp of the version on B resolves the conflict on both devices",
-    .needs("psql"), .docsyncOnly, .postgresHub)
-  func choosingTheVersionWithCp() throws {
-    try onPostgres { try ConflictTests().choosingTheVersionResolvesEverywhere("cp") }
-  }
-
-  @Test(
-    "A delete on A concurrent with an edit on B: the edit comes back on both",
-    .needs("psql"), .docsyncOnly, .postgresHub)
-  func deleteNeverBeatsAConcurrentEdit() throws {
-    try onPostgres { try ConflictTests().deleteNeverBeatsAConcurrentEdit() }
-  }
-
-  @Test(
-    "A new device pulls the whole library and deletes nothing",
-    .needs("psql"), .docsyncOnly, .postgresHub)
-  func newDevicePullsEverything() throws {
-    try onPostgres { try PropagationTests().newDevicePullsEverythingAndDeletesNothing() }
-  }
-}
+// Every two-device scenario of ConflictTests, PropagationTests, RobustnessTests and
+// EditorTests also runs on a PostgreSQL hub: Tools/test runs those suites a second time with
+// DOCSYNC_TEST_HUB=postgres. What only PostgreSQL has is tested here.
 
 /// A file far larger than memory goes up and down in 1 MiB chunks: neither daemon's peak
 /// memory grows with it.

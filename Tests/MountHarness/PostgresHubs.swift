@@ -15,9 +15,11 @@ public enum LibraryHub: Sendable {
   /// A hub location made by the test, with the variables the devices need for it.
   case location(String, environment: [String: String])
 
-  /// The hub of a `Library.with` that names none: a test runs another test's body on another
-  /// kind of hub with `LibraryHub.$current.withValue(.postgres) { ... }`.
-  @TaskLocal public static var current: LibraryHub = .sqlite
+  /// The hub of a `Library.with` that names none: `DOCSYNC_TEST_HUB=postgres` runs every such
+  /// test on PostgreSQL (Tools/test's second pass over the sync scenarios), and a test runs
+  /// another test's body on another kind of hub with `LibraryHub.$current.withValue(...)`.
+  @TaskLocal public static var current: LibraryHub =
+    TestEnvironment.variables["DOCSYNC_TEST_HUB"] == "postgres" ? .postgres : .sqlite
 }
 
 /// The PostgreSQL cluster of Tools/test: `DOCSYNC_TEST_POSTGRES` is a superuser URL on
