@@ -105,11 +105,35 @@ public final class ChangeLog: @unchecked Sendable {
     return paths
   }
 
-  func drain() -> [LocalOperation] {
+  /// Takes the pending operations but those that touch a path of `held`, or a path that a
+  /// pending rename ties to one of them: one save's steps are recorded together.
+  func drain(holdingBack held: Set<DocumentPath>) -> [LocalOperation] {
     pthread_mutex_lock(&mutex)
     defer { pthread_mutex_unlock(&mutex) }
-    let drained = operations
-    operations = []
+    guard !held.isEmpty else {
+      let drained = operations
+      operations = []
+      return drained
+    }
+    var tied = held
+    var grew = true
+    while grew {
+      grew = false
+      for case .rename(let from, let to) in operations
+      where tied.contains(from) != tied.contains(to) {
+        tied.insert(from)
+        tied.insert(to)
+        grew = true
+      }
+    }
+    func isTied(_ operation: LocalOperation) -> Bool {
+      switch operation {
+      case .create(let path), .write(let path), .remove(let path): tied.contains(path)
+      case .rename(let from, let to): tied.contains(from) || tied.contains(to)
+      }
+    }
+    let drained = operations.filter { !isTied($0) }
+    operations.removeAll { !isTied($0) }
     return drained
   }
 }

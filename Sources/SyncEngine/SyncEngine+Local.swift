@@ -3,14 +3,17 @@ import Glibc
 import LocalStore
 
 extension SyncEngine {
-  /// Folds the pending local operations into versions, unless a touched path is still open
-  /// for writing (a version is taken after the last writer closes). Called with the lock held.
+  /// Folds the pending local operations into versions, except those of paths still open for
+  /// writing (a version is taken after the last writer closes): they, and whatever a rename
+  /// ties to them, wait in the log. Called with the lock held.
   func recordWindow(force: Bool) {
     guard let tree else { return }
     let pendingPaths = changeLog.peekPaths()
     guard !pendingPaths.isEmpty else { return }
-    if pendingPaths.contains(where: { tree.hasOpenWriter(at: $0) }) { return }
-    let operations = changeLog.drain()
+    // Editor litter that stays open as long as the editor (vim's swap file) holds nothing back.
+    let open = pendingPaths.filter { !ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
+    let operations = changeLog.drain(holdingBack: open)
+    guard !operations.isEmpty else { return }
 
     var coverage: Set<DocumentPath> = []
     for operation in operations {

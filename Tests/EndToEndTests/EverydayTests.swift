@@ -316,6 +316,9 @@ struct TerminalEditorTests {
       try terminal.type(":w")
       try terminal.send("Enter")
       try terminal.waitFor("written")
+      // A save reaches the other device while vim stays open (its swap file open for writing).
+      try library.sync(a, b)
+      #expect(try read(b.path("doc.txt")) == "typed in vim\nfirst line\n")
       try terminal.type("Gosecond save")
       try terminal.send("Escape")
       try terminal.type(":wq")
