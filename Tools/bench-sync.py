@@ -130,7 +130,7 @@ def initial_sync(docsync, name, fill):
         mounted.append(second)
         run(docsync, "sync", second, "--timeout", "1800")
         docsync_seconds = time.monotonic() - start
-        run("diff", "-r", "-q", source, second)
+        run("diff", "-r", "-q", "--exclude=.versions", source, second)
     finally:
         for mount in mounted:
             subprocess.run([docsync, "unmount", mount])
