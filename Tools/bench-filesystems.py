@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Runs file-system workloads on several targets and prints ratios against a plain folder.
 
-A target is a folder plus how to set it up, remount it (for cold reads) and tear it down.
-Today: (a) a plain folder, (b) libfuse's passthrough_ll (the cost of FUSE itself, through
-Tools/passthrough-mount) and (d) a docsync mount. Room is left for (c) rclone: add a Target
-subclass and list it in make_targets().
-A workload is a function of (target, size) returning seconds: add one to WORKLOADS.
+Targets: (a) a plain folder, (b) libfuse's passthrough_ll with its fastest options
+(`-o writeback -o cache=always`, through Tools/passthrough-mount), (c) `rclone mount` of a local
+folder with `--vfs-cache-mode full`, (d) a docsync mount on its own SQLite hub.
+A target is a folder plus how to set it up, remount it (for cold reads) and tear it down; a
+workload is a function of (target, size) returning a Figure. Every mount is taken down on exit,
+also after an error or a signal.
 """
 
 import argparse
@@ -13,6 +14,7 @@ import datetime
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -21,9 +23,53 @@ import time
 BENCH_ROOT = "/var/tmp/docsync-bench"  # not /tmp: often tmpfs, which would flatter plain
 
 
+class Figure:
+    """One measurement: seconds (lower is better) or a rate (higher is better)."""
+
+    def __init__(self, value, unit):
+        self.value = value
+        self.unit = unit
+
+    @property
+    def is_rate(self):
+        return self.unit != "s"
+
+    def ratio(self, plain):
+        """How this compares with plain, in the sense the issue's targets use: a rate divided
+        by plain's rate (1.0 = as fast, lower is worse), or time divided by plain's time (1.0 =
+        as fast, higher is worse)."""
+        if plain.value == 0:
+            return float("nan")
+        return self.value / plain.value
+
+
+def seconds(value):
+    return Figure(value, "s")
+
+
+def unmount(path):
+    subprocess.run(["fusermount3", "-uz", path], stderr=subprocess.DEVNULL)
+
+
+def is_mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        return any(line.split()[4] == path for line in f)
+
+
+def peak_memory_mib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 class Target:
     name = "plain"
-    label = "(a) plain folder"
+    label = "(a) plain"
 
     def __init__(self, base):
         self.base = base
@@ -34,6 +80,9 @@ class Target:
 
     def remount(self):
         pass
+
+    def pid(self):
+        return None
 
     def teardown(self):
         pass
@@ -58,13 +107,17 @@ class DocsyncTarget(Target):
         hub = os.path.join(self.base, "hub.sqlite")
         return [self.binary, "mount", self.root, "--state", self.state, "--hub", hub]
 
+    def pid(self):
+        with open(os.path.join(self.state, "docsync.pid")) as f:
+            return int(f.read().strip())
+
     def remount(self):
         subprocess.run([self.binary, "unmount", self.root], check=True)
         subprocess.run(self.mount_command(), check=True)
 
     def teardown(self):
         if subprocess.run([self.binary, "unmount", self.root]).returncode != 0:
-            subprocess.run(["fusermount3", "-uz", self.root])
+            unmount(self.root)
 
 
 class PassthroughTarget(DocsyncTarget):
@@ -74,7 +127,51 @@ class PassthroughTarget(DocsyncTarget):
     label = "(b) passthrough_ll"
 
     def mount_command(self):
-        return [self.binary, "mount", self.root, "--state", self.state]
+        return [self.binary, "mount", self.root, "--state", self.state, "--fast"]
+
+
+class RcloneTarget(Target):
+    """`rclone mount` of a local folder (a plain path is a local remote: no config needed)."""
+
+    name = "rclone"
+    label = "(c) rclone"
+
+    def __init__(self, base):
+        super().__init__(base)
+        self.source = os.path.join(base, "source")
+        self.cache = os.path.join(base, "cache")
+        self.process = None
+
+    def setup(self):
+        for path in (self.root, self.source, self.cache):
+            os.makedirs(path, exist_ok=True)
+        self.process = subprocess.Popen(
+            ["rclone", "mount", self.source, self.root, "--vfs-cache-mode", "full",
+             "--cache-dir", self.cache, "--config", "/dev/null"],
+            stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.base, "rclone.log"), "w"))
+        deadline = time.monotonic() + 30
+        while not is_mounted(self.root):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"rclone mount did not come up; see {self.base}/rclone.log")
+            time.sleep(0.05)
+
+    def pid(self):
+        return self.process.pid if self.process else None
+
+    def remount(self):
+        self.teardown()
+        self.setup()
+
+    def teardown(self):
+        if self.process is None:
+            return
+        unmount(self.root)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
 
 
 def drop_caches():
@@ -105,7 +202,7 @@ def seq_write(target, size):
         os.fsync(fd)
         os.close(fd)
 
-    return timed(work)
+    return Figure(size["seq_mib"] / timed(work), "MiB/s")
 
 
 def read_all(path):
@@ -117,14 +214,27 @@ def read_all(path):
 def seq_read_cached(target, size):
     path = os.path.join(target.root, "seq.bin")
     read_all(path)  # warm
-    return timed(lambda: read_all(path))
+    return Figure(size["seq_mib"] / timed(lambda: read_all(path)), "MiB/s")
+
+
+def random_read_cached(target, size):
+    """4 KiB random reads of the (cached) 1 GiB file with fio, one job, psync."""
+    path = os.path.join(target.root, "seq.bin")
+    read_all(path)  # warm
+    result = subprocess.run(
+        ["fio", "--name=randread", f"--filename={path}", "--rw=randread", "--bs=4k",
+         "--ioengine=psync", "--invalidate=0", f"--size={size['seq_mib']}M", "--time_based",
+         f"--runtime={size['fio_seconds']}", "--output-format=json"],
+        check=True, capture_output=True, text=True)
+    return Figure(json.loads(result.stdout)["jobs"][0]["read"]["iops"], "IOPS")
 
 
 def seq_read_cold(target, size):
     target.remount()
     if not drop_caches():
         print(f"  note: could not drop caches for {target.name}; cold read is warm", file=sys.stderr)
-    return timed(lambda: read_all(os.path.join(target.root, "seq.bin")))
+    path = os.path.join(target.root, "seq.bin")
+    return Figure(size["seq_mib"] / timed(lambda: read_all(path)), "MiB/s")
 
 
 def small_files_create(target, size):
@@ -137,28 +247,80 @@ def small_files_create(target, size):
             with open(os.path.join(folder, f"f{i:05d}"), "wb") as f:
                 f.write(data)
 
-    return timed(work)
+    return seconds(timed(work))
 
 
 def small_files_stat(target, size):
     folder = os.path.join(target.root, "small")
-    return timed(lambda: [os.stat(os.path.join(folder, f"f{i:05d}")) for i in range(size["files"])])
+    return seconds(
+        timed(lambda: [os.stat(os.path.join(folder, f"f{i:05d}")) for i in range(size["files"])]))
+
+
+def small_files_readdir(target, size):
+    """Three listings of the folder of small files, names and types (as `ls` does)."""
+    folder = os.path.join(target.root, "small")
+
+    def work():
+        for _ in range(3):
+            with os.scandir(folder) as entries:
+                count = sum(1 for entry in entries if entry.is_file(follow_symlinks=False))
+            assert count == size["files"], count
+
+    return seconds(timed(work))
 
 
 def untar_usr_include(target, size):
     tarball = size["tarball"]
     folder = os.path.join(target.root, "include")
     os.makedirs(folder, exist_ok=True)
-    return timed(lambda: subprocess.run(["tar", "-C", folder, "-xf", tarball], check=True))
+    return seconds(timed(lambda: subprocess.run(["tar", "-C", folder, "-xf", tarball], check=True)))
 
 
+def git_status(target, size):
+    """`git status` in a repository of the untarred tree, after one untimed run (which
+    refreshes the index's stat data, as a person's second `git status` would find it)."""
+    folder = os.path.join(target.root, "include")
+    git = ["git", "-C", folder, "-c", "user.name=bench", "-c", "user.email=bench@localhost",
+           "-c", "gc.auto=0"]
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "include"],
+                 ["status", "--porcelain"]):
+        subprocess.run(git + step, check=True, stdout=subprocess.DEVNULL)
+    return seconds(timed(
+        lambda: subprocess.run(git + ["status", "--porcelain"], check=True,
+                               stdout=subprocess.DEVNULL)))
+
+
+def atomic_saves(target, size):
+    """Saves of one document as careful programs do: temp file, write, fsync, rename over."""
+    folder = os.path.join(target.root, "saves")
+    os.makedirs(folder, exist_ok=True)
+    document = os.path.join(folder, "document.txt")
+    temporary = os.path.join(folder, ".document.txt.tmp")
+    data = os.urandom(4096)
+
+    def work():
+        for _ in range(size["saves"]):
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, data)
+            os.fsync(fd)
+            os.close(fd)
+            os.rename(temporary, document)
+
+    return seconds(timed(work))
+
+
+# (name, function, the issue's target as docsync / plain, or None)
 WORKLOADS = [
-    ("seq write (fsync)", seq_write),
-    ("seq read cached", seq_read_cached),
-    ("seq read cold", seq_read_cold),
-    ("create 4 KiB files", small_files_create),
-    ("stat files", small_files_stat),
-    ("untar /usr/include", untar_usr_include),
+    ("seq write 1 MiB+fsync", seq_write, ">= 0.70"),
+    ("seq read cached", seq_read_cached, ">= 0.75"),
+    ("seq read cold", seq_read_cold, None),
+    ("4 KiB rand read cached", random_read_cached, ">= 0.70"),
+    ("create+write 4 KiB", small_files_create, "<= 5x"),
+    ("stat", small_files_stat, "<= 3x"),
+    ("readdir x3", small_files_readdir, None),
+    ("untar /usr/include", untar_usr_include, "<= 10x"),
+    ("git status", git_status, "<= 10x"),
+    ("atomic saves", atomic_saves, "<= 2x"),
 ]
 
 
@@ -166,58 +328,98 @@ def make_targets(args):
     targets = [Target(os.path.join(BENCH_ROOT, "plain"))]
     if args.passthrough:
         targets.append(PassthroughTarget(os.path.join(BENCH_ROOT, "passthrough"), args.passthrough))
+    if args.rclone:
+        targets.append(RcloneTarget(os.path.join(BENCH_ROOT, "rclone")))
     if args.docsync:
         targets.append(DocsyncTarget(os.path.join(BENCH_ROOT, "docsync"), args.docsync))
     return targets
+
+
+def clean_root():
+    if os.path.exists(BENCH_ROOT):
+        for leftover in ("docsync", "passthrough", "rclone"):
+            unmount(os.path.join(BENCH_ROOT, leftover, "root"))
+        shutil.rmtree(BENCH_ROOT)
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--docsync", help="path of the docsync binary")
     parser.add_argument("--passthrough", help="path of Tools/passthrough-mount (passthrough_ll)")
+    parser.add_argument("--rclone", action="store_true", help="also measure `rclone mount`")
     parser.add_argument("--results", default="bench-results")
     parser.add_argument("--quick", action="store_true", help="a smaller run")
     args = parser.parse_args()
+    # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
-    if os.path.exists(BENCH_ROOT):
-        for leftover in ("docsync", "passthrough"):
-            subprocess.run(["fusermount3", "-uz", os.path.join(BENCH_ROOT, leftover, "root")],
-                           stderr=subprocess.DEVNULL)
-        shutil.rmtree(BENCH_ROOT)
+    clean_root()
     os.makedirs(BENCH_ROOT)
     tarball = os.path.join(BENCH_ROOT, "usr-include.tar")
     with tarfile.open(tarball, "w") as tar:
         tar.add("/usr/include", arcname="include")
     size = {
-        "seq_mib": 64 if args.quick else 1024,
-        "files": 1000 if args.quick else 10000,
+        "seq_mib": 256 if args.quick else 1024,
+        "files": 2000 if args.quick else 10000,
+        "saves": 200 if args.quick else 1000,
+        "fio_seconds": 3 if args.quick else 10,
         "tarball": tarball,
     }
 
     figures = {}
-    for target in make_targets(args):
-        print(f"{target.label} ...", file=sys.stderr)
-        target.setup()
-        try:
-            figures[target.name] = {name: work(target, size) for name, work in WORKLOADS}
-        finally:
-            target.teardown()
+    memory = {}
+    try:
+        for target in make_targets(args):
+            print(f"{target.label} ...", file=sys.stderr)
+            target.setup()
+            try:
+                figures[target.name] = {}
+                for name, work, _ in WORKLOADS:
+                    # A target that cannot do a workload (rclone 1.60 makes no symlinks, so
+                    # tar fails on /usr/include) gets no figure for it, and the run goes on.
+                    try:
+                        figures[target.name][name] = work(target, size)
+                    except (subprocess.CalledProcessError, OSError, AssertionError) as error:
+                        print(f"  {target.name}: {name} failed: {error}", file=sys.stderr)
+                        figures[target.name][name] = None
+                pid = target.pid()
+                if pid:
+                    memory[target.name] = peak_memory_mib(pid)
+            finally:
+                target.teardown()
+    finally:
+        clean_root()
 
     names = list(figures)
-    print(f"\n{'workload':<22}" + "".join(f"{n:>16}" for n in names) + "   (time / plain)")
-    for workload, _ in WORKLOADS:
+    print(f"\nfile systems, {'quick' if args.quick else 'full'} run: ratio to (a) plain; "
+          "rates (MiB/s, IOPS) as docsync/plain (higher is better), times as a multiple "
+          "(lower is better)")
+    print(f"{'workload':<24}" + "".join(f"{n:>16}" for n in names[1:])
+          + f"{'target':>10}   plain")
+    for workload, _, goal in WORKLOADS:
         base = figures["plain"][workload]
-        cells = "".join(f"{figures[n][workload] / base:>15.2f}x" for n in names)
-        print(f"{workload:<22}{cells}   plain {base:.3f} s")
+        cells = ""
+        for n in names[1:]:
+            figure = figures[n][workload]
+            if figure is None or base is None:
+                cells += f"{'failed':>16}"
+                continue
+            cells += f"{figure.ratio(base):>15.2f}" + (" " if figure.is_rate else "x")
+        plain = f"{base.value:.3f} {base.unit}" if base else "failed"
+        print(f"{workload:<24}{cells}{goal or '':>10}   {plain}")
+    print(f"{'peak memory (VmHWM)':<24}"
+          + "".join(f"{memory[n]:>12.0f} MiB" if memory.get(n) else f"{'':>16}"
+                    for n in names[1:]))
 
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = os.path.join(args.results, f"{stamp}.json")
     with open(out, "w") as f:
         json.dump({"quick": args.quick, "sizes": {k: v for k, v in size.items() if k != "tarball"},
-                   "seconds": figures}, f, indent=2)
+                   "figures": {t: {w: fig and {"value": fig.value, "unit": fig.unit}
+                                   for w, fig in row.items()} for t, row in figures.items()},
+                   "peak_memory_mib": memory}, f, indent=2)
     print(f"\nraw figures: {out}")
-    shutil.rmtree(BENCH_ROOT, ignore_errors=True)
 
 
 if __name__ == "__main__":

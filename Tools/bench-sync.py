@@ -7,7 +7,10 @@
   the conflict under .versions/;
 - throughput: a large file (1 GiB, --quick 256 MiB) copied into A until A has pushed it
   (`cp` + `docsync sync A`), then until B has pulled and read it back (`docsync sync B` + read),
-  against `cp` of the same file to a local folder; and the peak RSS (VmHWM) of both daemons.
+  against `cp` of the same file to a local folder; and the peak RSS (VmHWM) of both daemons;
+- initial sync (SQLite hub only): a new device mounts a hub that holds 10k small files (4 KiB),
+  then one that holds a 1 GiB file (--quick: 2k files, 256 MiB), until `docsync sync` returns,
+  against `rsync -a` of the same data between two local folders.
 
 With --postgres ADMIN-URL (a superuser URL), the hub is a new database on that server with an
 account and a device role made by Tools/postgres-account; --postgres-ca CA makes the devices
@@ -20,7 +23,9 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import subprocess
+import sys
 import time
 import urllib.parse
 
@@ -61,10 +66,7 @@ def peak_rss_mib(state):
 def throughput(docsync, a, b, size_mib):
     """Seconds for cp to a local folder, for cp into A + push, and for B's pull + read."""
     source = f"{ROOT}/large-source.bin"
-    with open(source, "wb") as f:
-        block = os.urandom(1 << 20)
-        for index in range(size_mib):
-            f.write(block[:-8] + index.to_bytes(8, "little"))
+    write_large_file(source, size_mib)
     local = f"{ROOT}/local"
     os.makedirs(local, exist_ok=True)
     start = time.monotonic()
@@ -82,6 +84,58 @@ def throughput(docsync, a, b, size_mib):
     os.remove(source)
     shutil.rmtree(local)
     return local_seconds, upload_seconds, download_seconds
+
+
+def write_small_files(folder, count):
+    os.makedirs(folder, exist_ok=True)
+    for index in range(count):
+        with open(f"{folder}/f{index:05d}", "wb") as f:
+            f.write(os.urandom(4096))
+
+
+def write_large_file(path, size_mib):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        block = os.urandom(1 << 20)
+        for index in range(size_mib):
+            f.write(block[:-8] + index.to_bytes(8, "little"))
+
+
+def initial_sync(docsync, name, fill):
+    """Seconds for `rsync -a` of a local folder that fill() wrote, and for a new device to mount
+    a hub that a first device filled the same way, until its `docsync sync` returns."""
+    base = f"{ROOT}/initial-{name}"
+    source, copy = f"{base}/source", f"{base}/rsync-copy"
+    fill(source)
+    run("sync")
+    start = time.monotonic()
+    run("rsync", "-a", f"{source}/", f"{copy}/")
+    run("sync")
+    rsync_seconds = time.monotonic() - start
+    shutil.rmtree(copy)
+    hub = f"{base}/hub.sqlite"
+    first, second = f"{base}/first", f"{base}/second"
+    mounted = []
+    try:
+        os.makedirs(first)
+        run(docsync, "mount", first, "--state", f"{base}/state-first", "--hub", hub,
+            "--device", "first")
+        mounted.append(first)
+        run("cp", "-a", f"{source}/.", first)
+        run(docsync, "sync", first, "--timeout", "1800")
+        os.makedirs(second)
+        start = time.monotonic()
+        run(docsync, "mount", second, "--state", f"{base}/state-second", "--hub", hub,
+            "--device", "second")
+        mounted.append(second)
+        run(docsync, "sync", second, "--timeout", "1800")
+        docsync_seconds = time.monotonic() - start
+        run("diff", "-r", "-q", "--exclude=.versions", source, second)
+    finally:
+        for mount in mounted:
+            subprocess.run([docsync, "unmount", mount])
+    shutil.rmtree(base, ignore_errors=True)
+    return rsync_seconds, docsync_seconds
 
 
 def wait_for(predicate, timeout=30.0):
@@ -117,7 +171,10 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a 256 MiB large file, not 1 GiB")
     parser.add_argument("--large-mib", type=int, help="the large file's size in MiB")
     args = parser.parse_args()
+    # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     large_mib = args.large_mib or (256 if args.quick else 1024)
+    small_count = 2000 if args.quick else 10000
 
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/a"], stderr=subprocess.DEVNULL)
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/b"], stderr=subprocess.DEVNULL)
@@ -171,6 +228,14 @@ def main():
         for mount in (a, b):
             subprocess.run([args.docsync, "unmount", mount])
 
+    initial = {}
+    if not args.postgres:
+        initial["small"] = initial_sync(
+            args.docsync, "small", lambda folder: write_small_files(folder, small_count))
+        initial["large"] = initial_sync(
+            args.docsync, "large",
+            lambda folder: write_large_file(f"{folder}/large.bin", large_mib))
+
     figures = {
         "propagation_p50_ms": 1000 * percentile(latencies, 0.5),
         "propagation_p99_ms": 1000 * percentile(latencies, 0.99),
@@ -196,6 +261,14 @@ def main():
           f"{figures['large_upload_a_mib_s']:.0f} MiB/s; B pull + read "
           f"{figures['large_download_b_mib_s']:.0f} MiB/s")
     print(f"  peak RSS (VmHWM): A {rss['a']:.0f} MiB, B {rss['b']:.0f} MiB")
+    for kind, what in (("small", f"{small_count} files of 4 KiB"), ("large", f"{large_mib} MiB")):
+        if kind not in initial:
+            continue
+        rsync_s, docsync_s = initial[kind]
+        figures[f"initial_{kind}_rsync_s"] = rsync_s
+        figures[f"initial_{kind}_docsync_s"] = docsync_s
+        print(f"  initial sync of {what} onto a new device: docsync {docsync_s:.2f} s, "
+              f"rsync -a {rsync_s:.2f} s, speed {rsync_s / docsync_s:.2f} of rsync's")
     os.makedirs(args.results, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     kind = "sync-postgres" if args.postgres else "sync"

@@ -7,11 +7,12 @@ import SystemPackage
 /// Serves a `DocumentFileSystem` to the kernel: translation only, no file-system rules.
 public final class DocumentMount: LowLevelFileSystem {
   public let fileSystem: DocumentFileSystem
-  /// How long the kernel may trust names and attributes. Long, because every change goes
-  /// through this mount; the sync layer will invalidate what it changes behind the kernel.
+  /// How long the kernel may trust names and attributes. A day, as passthrough_ll's
+  /// cache=always: every local change goes through this mount, and whatever sync changes behind
+  /// the kernel (content, mode, names, folders) it invalidates through `startInvalidations`.
   let timeout: Double
 
-  public init(fileSystem: DocumentFileSystem, timeout: Double = 10) {
+  public init(fileSystem: DocumentFileSystem, timeout: Double = 86_400) {
     self.fileSystem = fileSystem
     self.timeout = timeout
   }
@@ -216,7 +217,14 @@ public final class DocumentMount: LowLevelFileSystem {
   public func openDirectory(inode: UInt64, flags: Int32, context: RequestContext) -> Result<
     OpenReply, Errno
   > {
-    run { () throws(Errno) in OpenReply(handle: try fileSystem.openDirectory(inode: inode)) }
+    run { () throws(Errno) in
+      // The kernel may keep a real folder's listing: it drops it itself when it changes the
+      // folder, and sync's changes invalidate the folder's inode. `.versions` folders change
+      // with no invalidation of their own, so they are listed afresh.
+      OpenReply(
+        handle: try fileSystem.openDirectory(inode: inode),
+        cacheDirectory: !DocumentFileSystem.isVirtual(inode))
+    }
   }
 
   public func readDirectory(
