@@ -40,7 +40,12 @@ extension SyncEngine {
         }
         if !forced {
           let cursor = withLock { self.cursor }
-          _ = try? await hub.waitForChanges(after: cursor, timeout: .milliseconds(50))
+          // Wake when a local window ends rather than up to 50 ms after: it is part of how
+          // long an edit takes to reach the other devices.
+          let (quiet, pending) = changeLog.quietFor()
+          let wait = pending && quiet < quietMilliseconds ? quietMilliseconds - quiet : 50
+          _ = try? await hub.waitForChanges(
+            after: cursor, timeout: .milliseconds(Int(max(1, min(wait, 50)))))
         } else if !clean {
           try? await Task.sleep(for: .milliseconds(10))
         }

@@ -98,7 +98,7 @@ public final class SyncEngine: @unchecked Sendable {
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
     store: LocalStore, hub: any Hub, hubDescription: String, deviceName: String,
-    quietMilliseconds: UInt64 = 250, logger: Logger = Logger(label: "docsync.sync")
+    quietMilliseconds: UInt64 = 200, logger: Logger = Logger(label: "docsync.sync")
   ) throws(SyncError) {
     pthread_mutex_init(&mutex, nil)
     self.store = store
