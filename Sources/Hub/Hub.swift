@@ -133,7 +133,8 @@ public enum HubHash {
   }
 }
 
-func hexString(_ bytes: [UInt8]) -> String {
+/// Lower-case hexadecimal of `bytes`, as hashes are written in messages and on the wire.
+public func hexString(_ bytes: [UInt8]) -> String {
   let digits = Array("0123456789abcdef")
   var text = ""
   text.reserveCapacity(bytes.count * 2)

@@ -40,7 +40,7 @@ extension PostgresHub {
       let digest = Array(hasher.finalize())
       guard digest == hash else {
         throw HubError.integrity(
-          "the file's SHA-256 is \(hex(digest)), not the \(hex(hash)) it was put under")
+          "the file's SHA-256 is \(hexString(digest)), not the \(hexString(hash)) it was put under")
       }
       let size = offset
       let stored = try await withConnection { connection -> Bool in
@@ -103,7 +103,7 @@ extension PostgresHub {
       guard let (chunkHash, data) = row else { break }
       let bytes = Array(data.readableBytesView)
       guard Array(SHA256.hash(data: bytes)) == Array(chunkHash.readableBytesView) else {
-        throw .integrity("chunk \(index) of blob \(hex(hash)) arrived damaged")
+        throw .integrity("chunk \(index) of blob \(hexString(hash)) arrived damaged")
       }
       hasher.update(data: bytes)
       try BlobFile.write(fileDescriptor, bytes, at: offset)
@@ -111,14 +111,15 @@ extension PostgresHub {
       index += 1
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
-      throw .failed("cannot truncate the file for blob \(hex(hash)): \(BlobFile.errorText())")
+      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
     }
     guard offset == stored.size else {
-      throw .integrity("blob \(hex(hash)) arrived with \(offset) bytes instead of \(stored.size)")
+      throw .integrity(
+        "blob \(hexString(hash)) arrived with \(offset) bytes instead of \(stored.size)")
     }
     let digest = Array(hasher.finalize())
     guard digest == hash else {
-      throw .integrity("blob \(hex(hash)) arrived with SHA-256 \(hex(digest))")
+      throw .integrity("blob \(hexString(hash)) arrived with SHA-256 \(hexString(digest))")
     }
   }
 

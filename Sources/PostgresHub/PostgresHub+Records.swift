@@ -36,7 +36,7 @@ extension PostgresHub {
           // on some device: refuse it rather than silently keep one of the two.
           guard Array(payload.readableBytesView) == record.payload else {
             throw HubError.integrity(
-              "record \(hex(record.id)) is already in the hub with a different payload")
+              "record \(hexString(record.id)) is already in the hub with a different payload")
           }
           continue
         }
@@ -129,11 +129,4 @@ extension PostgresHub {
   static func cursor(at seq: Int64) -> HubCursor {
     HubCursor(serialized: String(seq))
   }
-}
-
-func hex(_ bytes: [UInt8]) -> String {
-  bytes.map {
-    String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
-  }
-  .joined()
 }

@@ -1,6 +1,7 @@
 import DocumentModel
 import Foundation
 import Glibc
+import Hub
 import SyncEngine
 
 /// The control socket of a running mount, in its state folder: one request line, then one
@@ -152,13 +153,6 @@ enum Control {
     encoder.outputFormatting = [.sortedKeys]
     return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
   }
-}
-
-func hexString(_ bytes: [UInt8]) -> String {
-  let digits = Array("0123456789abcdef".utf8)
-  var out: [UInt8] = []
-  for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-  return String(decoding: out, as: UTF8.self)
 }
 
 func hexBytes(_ text: String) -> [UInt8]? {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Glibc
+import Hub
 import Synchronization
 
 /// A running docsync mount, found by its mount point.
