@@ -31,7 +31,9 @@ extension SyncEngine {
           }
           offline = nil
           lastSync = wallMilliseconds()
-          return (isSettled(), self.tree)
+          // Only a requested sync waits to be settled, and the check walks every pending
+          // path: done on each turn of the loop, it made a burst of creates quadratic.
+          return (forced && isSettled(), self.tree)
         }
         backoff = 250
         if clean && forced {
