@@ -46,6 +46,10 @@ struct MountCommand: ParsableCommand {
   @Flag(help: .hidden)
   var daemon = false
 
+  /// For developers: libfuse prints every request and reply to the log.
+  @Flag(help: .hidden)
+  var fuseDebug = false
+
   func run() throws {
     if daemon { closeInheritedDescriptors() }
     logLevelSetting.withLock { $0 = logLevel }
@@ -201,7 +205,8 @@ struct MountCommand: ParsableCommand {
       session = try Session(
         fileSystem: mount,
         options: SessionOptions(
-          mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther))
+          mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther,
+          debug: fuseDebug))
       try session.mount()
       try session.installSignalHandlers()
     } catch {
@@ -270,6 +275,7 @@ struct MountCommand: ParsableCommand {
     posix_spawnattr_setflags(&attributes, Int16(posixSpawnSetSID))
     var arguments = ["docsync", "mount", target, "--state", folder, "--daemon"]
     if allowOther { arguments.append("--allow-other") }
+    if fuseDebug { arguments.append("--fuse-debug") }
     if let hub { arguments += ["--hub", hub] }
     if let device { arguments += ["--device", device] }
     arguments += ["--log-level", logLevel.rawValue]
