@@ -23,9 +23,13 @@ let package = Package(
       pkgConfig: "fuse3",
       providers: [.apt(["libfuse3-dev"])]
     ),
+    // The I/O hooks that let libfuse 3.14 use FUSE passthrough, which it predates.
+    .target(name: "CFuseIO", dependencies: ["CFuse"]),
     .target(
       name: "FuseLowLevel",
-      dependencies: ["CFuse", .product(name: "SystemPackage", package: "swift-system")],
+      dependencies: [
+        "CFuse", "CFuseIO", .product(name: "SystemPackage", package: "swift-system"),
+      ],
       swiftSettings: strict
     ),
     .target(

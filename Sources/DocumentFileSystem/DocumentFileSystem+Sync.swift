@@ -286,8 +286,11 @@ extension DocumentFileSystem: LocalTree {
     invalidations.post(.inode(folder.inode))
   }
 
-  /// Replaces a working file with a blob's content: copied beside it, then renamed over it, so
-  /// the inode keeps its number and a reader never sees half a file.
+  /// Replaces a working file with a blob's content. A file nobody has open gets a copy beside
+  /// it renamed over it, so a crash never leaves half a file. A file that is open is
+  /// overwritten in place: its readers' descriptors, and the kernel's own backing file under
+  /// FUSE passthrough, point at that working file, and they must see the new content.
+  /// Only readers can be open here: a remote change waits for the last writer to close.
   private func replaceContent(of node: Node, with blob: String, modificationTime: Int64)
     throws(Errno)
   {
@@ -295,46 +298,29 @@ extension DocumentFileSystem: LocalTree {
     guard source >= 0 else { throw Errno(rawValue: errno) }
     defer { close(source) }
     let name = workingFileName(node.inode)
+    let inPlace = openFiles.values.contains { $0.inode == node.inode }
     let temporary = name + ".sync"
-    let target = openat(
-      store.workingFiles, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    let target =
+      inPlace
+      ? openat(store.workingFiles, name, O_WRONLY | O_CLOEXEC)
+      : openat(store.workingFiles, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard target >= 0 else { throw Errno(rawValue: errno) }
+    defer { close(target) }
     // sendfile copies inside the kernel: no pass through this process's memory.
+    var size: off_t = 0
     while true {
       let n = sendfile(target, source, nil, 1 << 30)
       if n < 0 && errno == EINTR { continue }
-      if n < 0 {
-        close(target)
-        throw Errno(rawValue: errno)
-      }
+      if n < 0 { throw Errno(rawValue: errno) }
       if n == 0 { break }
+      size += off_t(n)
     }
+    if inPlace && ftruncate(target, size) != 0 { throw Errno(rawValue: errno) }
     let time = timespecFrom(nanoseconds: modificationTime)
     _ = futimens(target, [time, time])
     fsync(target)
-    close(target)
-    guard renameat(store.workingFiles, temporary, store.workingFiles, name) == 0 else {
+    if !inPlace && renameat(store.workingFiles, temporary, store.workingFiles, name) != 0 {
       throw Errno(rawValue: errno)
-    }
-    repointOpenHandles(of: node)
-  }
-
-  /// Points every open handle of `node` at its working file, after the file was replaced by a
-  /// rename. To the kernel the inode's content changed in place and its page cache is shared
-  /// by all of its open files (kept with keep_cache): a reader's handle still on the old file
-  /// would fill the cache with old pages after the invalidation and leave them there.
-  /// Only readers can be open here: a remote change waits for the last writer to close.
-  /// Called with the lock held.
-  private func repointOpenHandles(of node: Node) {
-    let handles = openFiles.filter { $0.value.inode == node.inode }.map(\.key)
-    guard !handles.isEmpty else { return }
-    let current = openat(store.workingFiles, workingFileName(node.inode), O_RDWR | O_CLOEXEC)
-    guard current >= 0 else { return }
-    defer { close(current) }
-    for handle in handles {
-      // dup2 swaps the file behind the descriptor number atomically: the handle stays valid.
-      let fd = descriptor(handle: handle)
-      if dup2(current, fd) == fd { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
     }
   }
 }

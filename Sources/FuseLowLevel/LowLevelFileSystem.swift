@@ -55,16 +55,21 @@ public struct OpenReply: Sendable {
   public var nonSeekable: Bool
   /// For opendir: the kernel may cache the listing (FOPEN_CACHE_DIR).
   public var cacheDirectory: Bool
+  /// A descriptor of the file's content that the kernel may read and write itself (FUSE
+  /// passthrough), with no read or write request; used when the session has passthrough on.
+  /// Every open of an inode that is open already gets the backing file of the first one.
+  public var backingFile: Int32?
 
   public init(
     handle: UInt64, directIO: Bool = false, keepCache: Bool = false, nonSeekable: Bool = false,
-    cacheDirectory: Bool = false
+    cacheDirectory: Bool = false, backingFile: Int32? = nil
   ) {
     self.handle = handle
     self.directIO = directIO
     self.keepCache = keepCache
     self.nonSeekable = nonSeekable
     self.cacheDirectory = cacheDirectory
+    self.backingFile = backingFile
   }
 }
 

@@ -1,4 +1,5 @@
 import CFuse
+import CFuseIO
 import Glibc
 import SystemPackage
 
@@ -7,6 +8,7 @@ import SystemPackage
 final class SessionBox: Sendable {
   let fileSystem: any LowLevelFileSystem
   let options: SessionOptions
+  let backingFiles = BackingFiles()
 
   init(fileSystem: any LowLevelFileSystem, options: SessionOptions) {
     self.fileSystem = fileSystem
@@ -166,7 +168,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.open(
       inode: inode, flags: info!.pointee.flags, context: request.context)
-    request.reply(result, info: info!)
+    request.reply(result, inode: inode, info: info!)
   }
   ops.read = { req, inode, size, offset, info in
     let request = Request(req!)
@@ -190,6 +192,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
   }
   ops.release = { req, inode, info in
     let request = Request(req!)
+    request.box.backingFiles.release(inode: inode, handle: handle(info))
     let result = request.fileSystem.release(
       inode: inode, handle: handle(info), flags: info?.pointee.flags ?? 0,
       context: request.context)

@@ -1,4 +1,5 @@
 import CFuse
+import CFuseIO
 import Glibc
 import SystemPackage
 
@@ -24,9 +25,9 @@ struct Request: ~Copyable {
       uid: context.uid, gid: context.gid, pid: context.pid, umask: context.umask)
   }
 
-  var fileSystem: any LowLevelFileSystem {
-    SessionBox.from(fuse_req_userdata(raw)).fileSystem
-  }
+  var box: SessionBox { SessionBox.from(fuse_req_userdata(raw)) }
+
+  var fileSystem: any LowLevelFileSystem { box.fileSystem }
 
   consuming func reply(error: Errno) {
     fuse_reply_err(raw, error.rawValue)
@@ -83,6 +84,7 @@ struct Request: ~Copyable {
     discard self
   }
 
+  /// opendir's answer; directories have no backing file.
   consuming func reply(
     _ result: Result<OpenReply, Errno>, info: UnsafeMutablePointer<fuse_file_info>
   ) {
@@ -96,6 +98,23 @@ struct Request: ~Copyable {
     discard self
   }
 
+  /// open's answer, passed through to the reply's backing file when the session can.
+  consuming func reply(
+    _ result: Result<OpenReply, Errno>, inode: UInt64, info: UnsafeMutablePointer<fuse_file_info>
+  ) {
+    switch result {
+    case .success(let open):
+      setOpenFlags(open, info)
+      let backing = backingID(open, inode: inode)
+      if cfuse_io_reply_open(raw, info, backing ?? 0) != 0, backing != nil {
+        box.backingFiles.release(inode: inode, handle: open.handle)
+      }
+    case .failure(let error):
+      fuse_reply_err(raw, error.rawValue)
+    }
+    discard self
+  }
+
   consuming func reply(
     created result: Result<(Entry, OpenReply), Errno>, info: UnsafeMutablePointer<fuse_file_info>
   ) {
@@ -103,11 +122,21 @@ struct Request: ~Copyable {
     case .success(let (entry, open)):
       setOpenFlags(open, info)
       var parameter = entryParameter(entry)
-      fuse_reply_create(raw, &parameter, info)
+      let backing = backingID(open, inode: UInt64(entry.attributes.st_ino))
+      // A reply the kernel did not take (the caller was interrupted) gets no release.
+      if cfuse_io_reply_create(raw, &parameter, info, backing ?? 0) != 0, backing != nil {
+        box.backingFiles.release(
+          inode: UInt64(entry.attributes.st_ino), handle: open.handle)
+      }
     case .failure(let error):
       fuse_reply_err(raw, error.rawValue)
     }
     discard self
+  }
+
+  private func backingID(_ open: OpenReply, inode: UInt64) -> Int32? {
+    guard let descriptor = open.backingFile else { return nil }
+    return box.backingFiles.acquire(inode: inode, handle: open.handle, descriptor: descriptor)
   }
 
   consuming func reply(_ result: Result<ReadData, Errno>) {

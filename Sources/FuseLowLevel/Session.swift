@@ -1,4 +1,5 @@
 import CFuse
+import CFuseIO
 import Glibc
 import Synchronization
 import SystemPackage
@@ -107,6 +108,7 @@ public final class Session: Sendable {
     else {
       throw SessionError.invalidOptions(arguments)
     }
+    box.backingFiles.attach(pointer)
     native = NativeSession(pointer: pointer, box: box)
     notifier = KernelNotifier(native: native)
     self.options = options
@@ -134,6 +136,10 @@ public final class Session: Sendable {
       close(device)
       if fuse_session_mount(native.pointer, path) != 0 { throw SessionError.mountFailed(path) }
       state.mounted = true
+      // Only a process with CAP_SYS_ADMIN may register backing files; asking for passthrough
+      // otherwise would only make every open fall back.
+      let passthrough = options.passthrough && geteuid() == 0
+      _ = cfuse_io_install(native.pointer, passthrough ? 1 : 0)
     }
   }
 

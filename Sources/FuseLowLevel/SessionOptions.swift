@@ -14,6 +14,10 @@ public struct SessionOptions: Sendable {
   /// Let the kernel cache writes and send them later; off until the file system is ready for
   /// the kernel to own mtime and size between flushes.
   public var writebackCache: Bool
+  /// Let the kernel read and write regular files straight from the backing files that opens
+  /// name (FUSE passthrough, Linux 6.9 and later). It needs CAP_SYS_ADMIN; without it, or on
+  /// an older kernel, reads and writes come as requests.
+  public var passthrough: Bool
   /// Worker threads kept waiting for requests.
   public var maxIdleThreads: UInt32
   /// The most worker threads libfuse starts.
@@ -23,7 +27,8 @@ public struct SessionOptions: Sendable {
 
   public init(
     mountPoint: String, fsName: String = "docsync", subtype: String = "docsync",
-    allowOther: Bool = false, writebackCache: Bool = false, maxIdleThreads: UInt32 = 10,
+    allowOther: Bool = false, writebackCache: Bool = false, passthrough: Bool = true,
+    maxIdleThreads: UInt32 = 10,
     maxThreads: UInt32 = 10, debug: Bool = false
   ) {
     self.mountPoint = mountPoint
@@ -31,6 +36,7 @@ public struct SessionOptions: Sendable {
     self.subtype = subtype
     self.allowOther = allowOther
     self.writebackCache = writebackCache
+    self.passthrough = passthrough
     self.maxIdleThreads = maxIdleThreads
     self.maxThreads = maxThreads
     self.debug = debug

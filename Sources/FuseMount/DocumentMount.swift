@@ -177,8 +177,9 @@ public final class DocumentMount: LowLevelFileSystem {
     run { () throws(Errno) in
       let file = try fileSystem.open(inode: inode, flags: flags, caller: caller(context))
       // keep_cache is safe while every change to the content goes through this mount; the
-      // sync layer invalidates an inode before it replaces the working file.
-      return OpenReply(handle: file.handle, keepCache: true)
+      // sync layer invalidates an inode before it replaces the working file. With passthrough
+      // the kernel reads and writes the working file itself and keeps no cache of its own.
+      return OpenReply(handle: file.handle, keepCache: true, backingFile: file.descriptor)
     }
   }
 
@@ -307,7 +308,10 @@ public final class DocumentMount: LowLevelFileSystem {
     run { () throws(Errno) in
       let (attributes, file) = try fileSystem.create(
         parent: parent, name: name, mode: mode, flags: flags, caller: caller(context))
-      return (entry(attributes), OpenReply(handle: file.handle, keepCache: true))
+      return (
+        entry(attributes),
+        OpenReply(handle: file.handle, keepCache: true, backingFile: file.descriptor)
+      )
     }
   }
 

@@ -1,0 +1,155 @@
+// splice(2)
+#define _GNU_SOURCE
+#include "cfuse_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+// The kernel ABI parts that libfuse 3.14's headers do not have (include/uapi/linux/fuse.h).
+enum {
+  kOpcodeInit = 26,
+  kInHeaderSize = 40,
+  kOutHeaderSize = 16,
+  kOpenOutSize = 16,
+  kInitOutFullSize = 64,
+};
+static const uint32_t kInitExt = 1u << 30;           // flags: flags2 is meaningful
+static const uint32_t kWritebackCache = 1u << 16;    // flags
+static const uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37)
+static const uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
+// What the kernel allows beside it (FOPEN_PASSTHROUGH_MASK): DIRECT_IO, NOFLUSH,
+// PARALLEL_DIRECT_WRITES. KEEP_CACHE would fail the open with EIO: there is no cache to keep.
+static const uint32_t kOpenPassthroughAllowed = (1u << 0) | (1u << 5) | (1u << 6);
+
+struct backing_map {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+#define BACKING_OPEN _IOW(229, 1, struct backing_map)
+#define BACKING_CLOSE _IOW(229, 2, uint32_t)
+
+static atomic_int want_passthrough;
+static atomic_int kernel_offers;
+static atomic_ullong init_unique;
+static atomic_int active;
+// The open reply a worker thread is about to send: libfuse writes it on the same thread.
+static _Thread_local int reply_backing_id;
+
+static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
+  (void)userdata;
+  ssize_t n = read(fd, buf, len);
+  if (n >= kInHeaderSize + 20) {
+    const uint8_t *bytes = buf;
+    uint32_t opcode;
+    memcpy(&opcode, bytes + 4, 4);
+    if (opcode == kOpcodeInit) {
+      uint64_t unique;
+      uint32_t flags, flags2;
+      memcpy(&unique, bytes + 8, 8);
+      memcpy(&flags, bytes + kInHeaderSize + 12, 4);
+      memcpy(&flags2, bytes + kInHeaderSize + 16, 4);
+      atomic_store(&init_unique, unique);
+      atomic_store(&kernel_offers, (flags & kInitExt) && (flags2 & kPassthroughFlags2));
+    }
+  }
+  return n;
+}
+
+static void patch_init(struct iovec *iov, int count) {
+  if (count < 2 || iov[1].iov_len < kInitOutFullSize) return;
+  if (!atomic_load(&want_passthrough) || !atomic_load(&kernel_offers)) return;
+  uint8_t *out = iov[1].iov_base;
+  uint32_t flags, flags2, depth = 1;
+  memcpy(&flags, out + 12, 4);
+  // The kernel refuses passthrough together with the writeback cache.
+  if (flags & kWritebackCache) return;
+  memcpy(&flags2, out + 32, 4);
+  flags |= kInitExt;
+  flags2 |= kPassthroughFlags2;
+  memcpy(out + 12, &flags, 4);
+  memcpy(out + 32, &flags2, 4);
+  memcpy(out + 36, &depth, 4);  // max_stack_depth: backing files on a plain file system
+  atomic_store(&active, 1);
+}
+
+// Sets FOPEN_PASSTHROUGH and the backing id in the fuse_open_out that ends the reply.
+static void patch_open(struct iovec *iov, int count, int backing_id) {
+  struct iovec *last = &iov[count - 1];
+  if (count < 2 || last->iov_len < kOpenOutSize) return;
+  uint8_t *open_out = (uint8_t *)last->iov_base + last->iov_len - kOpenOutSize;
+  uint32_t open_flags;
+  int32_t id = backing_id;
+  memcpy(&open_flags, open_out + 8, 4);
+  open_flags = (open_flags & kOpenPassthroughAllowed) | kOpenPassthrough;
+  memcpy(open_out + 8, &open_flags, 4);
+  memcpy(open_out + 12, &id, 4);
+}
+
+static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata) {
+  (void)userdata;
+  if (count >= 1 && iov[0].iov_len == kOutHeaderSize) {
+    const uint8_t *header = iov[0].iov_base;
+    int32_t error;
+    uint64_t unique;
+    memcpy(&error, header + 4, 4);
+    memcpy(&unique, header + 8, 8);
+    if (error == 0 && reply_backing_id > 0) {
+      patch_open(iov, count, reply_backing_id);
+    } else if (error == 0 && unique == atomic_load(&init_unique)) {
+      patch_init(iov, count);
+    }
+  }
+  return writev(fd, iov, count);
+}
+
+static ssize_t hook_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+                           unsigned int flags, void *userdata) {
+  (void)userdata;
+  return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+int cfuse_io_install(struct fuse_session *session, int want) {
+  atomic_store(&want_passthrough, want ? 1 : 0);
+  struct fuse_custom_io io = {
+      .writev = hook_writev,
+      // No splice_receive: every request, INIT among them, then arrives through hook_read.
+      .read = hook_read,
+      .splice_send = hook_splice,
+  };
+  return fuse_session_custom_io(session, &io, fuse_session_fd(session));
+}
+
+int cfuse_io_passthrough_active(void) { return atomic_load(&active); }
+
+int cfuse_io_backing_open(struct fuse_session *session, int fd) {
+  struct backing_map map = {.fd = fd, .flags = 0, .padding = 0};
+  int id = ioctl(fuse_session_fd(session), BACKING_OPEN, &map);
+  return id < 0 ? -errno : id;
+}
+
+int cfuse_io_backing_close(struct fuse_session *session, int backing_id) {
+  uint32_t id = (uint32_t)backing_id;
+  return ioctl(fuse_session_fd(session), BACKING_CLOSE, &id) < 0 ? -errno : 0;
+}
+
+int cfuse_io_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int backing_id) {
+  reply_backing_id = backing_id;
+  int result = fuse_reply_open(req, fi);
+  reply_backing_id = 0;
+  return result;
+}
+
+int cfuse_io_reply_create(fuse_req_t req, const struct fuse_entry_param *entry,
+                          const struct fuse_file_info *fi, int backing_id) {
+  reply_backing_id = backing_id;
+  int result = fuse_reply_create(req, entry, fi);
+  reply_backing_id = 0;
+  return result;
+}

@@ -1,0 +1,32 @@
+#ifndef DOCSYNC_CFUSE_IO_H
+#define DOCSYNC_CFUSE_IO_H
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <stdint.h>
+
+// FUSE passthrough (Linux 6.9 and later): the kernel reads and writes a regular file straight
+// from a descriptor that the file system registered, with no request per read or write.
+// libfuse 3.14 predates it, so these hooks sit between libfuse and /dev/fuse: they ask for it
+// in the INIT reply and mark the open replies that carry a backing file.
+
+/// Installs the hooks on a mounted session; `want` says whether to ask for passthrough.
+/// Returns 0, or a negative errno.
+int cfuse_io_install(struct fuse_session *session, int want);
+
+/// Whether the kernel accepted passthrough in INIT (known once the first request is served).
+int cfuse_io_passthrough_active(void);
+
+/// Registers `fd` with the kernel as a backing file: its id, or -errno.
+int cfuse_io_backing_open(struct fuse_session *session, int fd);
+
+/// Drops a backing id; the kernel keeps the file for opens that still use it.
+int cfuse_io_backing_close(struct fuse_session *session, int backing_id);
+
+/// fuse_reply_open and fuse_reply_create, with the reply marked to pass through `backing_id`.
+int cfuse_io_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int backing_id);
+int cfuse_io_reply_create(fuse_req_t req, const struct fuse_entry_param *entry,
+                          const struct fuse_file_info *fi, int backing_id);
+
+#endif
