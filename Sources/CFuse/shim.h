@@ -25,12 +25,14 @@ static inline int cfuse_reply_file_range(fuse_req_t req, int fd, off_t offset, s
 // fuse_file_info's open flags are C bit-fields; writing them here keeps the layout in the
 // compiler that defined it rather than relying on how Swift imports bit-fields.
 static inline void cfuse_set_open_flags(struct fuse_file_info *fi, uint64_t handle, int direct_io,
-                                        int keep_cache, int nonseekable, int cache_readdir) {
+                                        int keep_cache, int nonseekable, int cache_readdir,
+                                        int noflush) {
   fi->fh = handle;
   fi->direct_io = direct_io ? 1 : 0;
   fi->keep_cache = keep_cache ? 1 : 0;
   fi->nonseekable = nonseekable ? 1 : 0;
   fi->cache_readdir = cache_readdir ? 1 : 0;
+  fi->noflush = noflush ? 1 : 0;
 }
 
 #endif

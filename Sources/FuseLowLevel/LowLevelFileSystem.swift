@@ -55,6 +55,8 @@ public struct OpenReply: Sendable {
   public var nonSeekable: Bool
   /// For opendir: the kernel may cache the listing (FOPEN_CACHE_DIR).
   public var cacheDirectory: Bool
+  /// The kernel sends no FLUSH at the close of this open (FOPEN_NOFLUSH).
+  public var noFlush: Bool
   /// A descriptor of the file's content that the kernel may read and write itself (FUSE
   /// passthrough), with no read or write request; used when the session has passthrough on.
   /// Every open of an inode that is open already gets the backing file of the first one.
@@ -62,13 +64,14 @@ public struct OpenReply: Sendable {
 
   public init(
     handle: UInt64, directIO: Bool = false, keepCache: Bool = false, nonSeekable: Bool = false,
-    cacheDirectory: Bool = false, backingFile: Int32? = nil
+    cacheDirectory: Bool = false, noFlush: Bool = false, backingFile: Int32? = nil
   ) {
     self.handle = handle
     self.directIO = directIO
     self.keepCache = keepCache
     self.nonSeekable = nonSeekable
     self.cacheDirectory = cacheDirectory
+    self.noFlush = noFlush
     self.backingFile = backingFile
   }
 }

@@ -200,6 +200,6 @@ struct Request: ~Copyable {
   private func setOpenFlags(_ open: OpenReply, _ info: UnsafeMutablePointer<fuse_file_info>) {
     cfuse_set_open_flags(
       info, open.handle, open.directIO ? 1 : 0, open.keepCache ? 1 : 0, open.nonSeekable ? 1 : 0,
-      open.cacheDirectory ? 1 : 0)
+      open.cacheDirectory ? 1 : 0, open.noFlush ? 1 : 0)
   }
 }

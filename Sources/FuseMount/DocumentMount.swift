@@ -64,7 +64,17 @@ public final class DocumentMount: LowLevelFileSystem {
 
   public func lookup(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Entry, Errno>
   {
-    run { () throws(Errno) in entry(try fileSystem.lookup(parent: parent, name: name)) }
+    let result = run { () throws(Errno) in
+      entry(try fileSystem.lookup(parent: parent, name: name))
+    }
+    // A name that is not there is remembered by the kernel as long as a name that is (git,
+    // make and shells look the same missing names up again and again). Names made through
+    // the mount reach the kernel's cache anyway, and sync invalidates every name it makes.
+    // The views in .versions change without such care, so their misses are not kept.
+    if case .failure(.noSuchFileOrDirectory) = result, !DocumentFileSystem.isVirtual(parent) {
+      return .success(Entry(attributes: stat(), attributeTimeout: 0, entryTimeout: timeout))
+    }
+    return result
   }
 
   public func forget(inode: UInt64, count: UInt64) {
@@ -179,7 +189,10 @@ public final class DocumentMount: LowLevelFileSystem {
       // keep_cache is safe while every change to the content goes through this mount; the
       // sync layer invalidates an inode before it replaces the working file. With passthrough
       // the kernel reads and writes the working file itself and keeps no cache of its own.
-      return OpenReply(handle: file.handle, keepCache: true, backingFile: file.descriptor)
+      // Nothing happens at the close of a reader, so it costs no FLUSH request.
+      return OpenReply(
+        handle: file.handle, keepCache: true, noFlush: flags & O_ACCMODE == O_RDONLY,
+        backingFile: file.descriptor)
     }
   }
 
@@ -220,11 +233,14 @@ public final class DocumentMount: LowLevelFileSystem {
   > {
     run { () throws(Errno) in
       // The kernel may keep a real folder's listing: it drops it itself when it changes the
-      // folder, and sync's changes invalidate the folder's inode. `.versions` folders change
-      // with no invalidation of their own, so they are listed afresh.
-      OpenReply(
-        handle: try fileSystem.openDirectory(inode: inode),
-        cacheDirectory: !DocumentFileSystem.isVirtual(inode))
+      // folder, and sync's changes invalidate the folder's inode. keep_cache keeps it across
+      // opendir (without it every opendir empties the cache, and each `ls` or `git status`
+      // lists every folder again). `.versions` folders change with no invalidation of their
+      // own, so they are listed afresh.
+      let cached = !DocumentFileSystem.isVirtual(inode)
+      return OpenReply(
+        handle: try fileSystem.openDirectory(inode: inode), keepCache: cached,
+        cacheDirectory: cached)
     }
   }
 
