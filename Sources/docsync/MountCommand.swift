@@ -50,6 +50,11 @@ struct MountCommand: ParsableCommand {
   @Flag(help: .hidden)
   var fuseDebug = false
 
+  /// For tests and benchmarks: every read and write comes as a request, as it does for a user
+  /// without CAP_SYS_ADMIN, even where the kernel could pass them through to working files.
+  @Flag(help: .hidden)
+  var noPassthrough = false
+
   func run() throws {
     if daemon { closeInheritedDescriptors() }
     logLevelSetting.withLock { $0 = logLevel }
@@ -206,7 +211,7 @@ struct MountCommand: ParsableCommand {
         fileSystem: mount,
         options: SessionOptions(
           mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther,
-          debug: fuseDebug))
+          passthrough: !noPassthrough, debug: fuseDebug))
       try session.mount()
       try session.installSignalHandlers()
     } catch {
@@ -276,6 +281,7 @@ struct MountCommand: ParsableCommand {
     var arguments = ["docsync", "mount", target, "--state", folder, "--daemon"]
     if allowOther { arguments.append("--allow-other") }
     if fuseDebug { arguments.append("--fuse-debug") }
+    if noPassthrough { arguments.append("--no-passthrough") }
     if let hub { arguments += ["--hub", hub] }
     if let device { arguments += ["--device", device] }
     arguments += ["--log-level", logLevel.rawValue]

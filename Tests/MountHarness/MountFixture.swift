@@ -19,11 +19,14 @@ public final class MountFixture {
   public let mountPoint: String
   public let state: String
   public let isPlain: Bool
+  /// Options added to `docsync mount`.
+  public let mountOptions: [String]
   private(set) var isMounted = false
 
-  private init(plain: Bool) throws {
+  private init(plain: Bool, mountOptions: [String] = []) throws {
     _ = Self.staleMountsCleaned
     isPlain = plain
+    self.mountOptions = mountOptions
     base = "\(Self.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
     mountPoint = "\(base)/mnt"
     state = "\(base)/state"
@@ -35,10 +38,10 @@ public final class MountFixture {
 
   /// Runs `body` with a mounted fixture and unmounts afterwards, also when `body` throws.
   public static func withMount<R>(
-    programs: [String] = [], _ body: (MountFixture) throws -> R
+    programs: [String] = [], options: [String] = [], _ body: (MountFixture) throws -> R
   ) throws -> R {
     try TestEnvironment.require(programs: programs)
-    let fixture = try MountFixture(plain: TestEnvironment.isPlain)
+    let fixture = try MountFixture(plain: TestEnvironment.isPlain, mountOptions: options)
     defer { fixture.tearDown() }
     try fixture.mount()
     return try body(fixture)
@@ -68,7 +71,7 @@ public final class MountFixture {
       [
         try Self.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub",
         "\(base)/hub.sqlite",
-      ],
+      ] + mountOptions,
       timeout: .seconds(60))
     guard result.status == 0 else {
       throw RunError(description: "docsync mount failed: \(result)\n\(logTail())")

@@ -7,9 +7,13 @@ import Testing
 /// the kernel on a real mount of the built binary: locks and mmap included.
 @Suite("conformance checks through a real docsync mount")
 struct ConformanceThroughMountTests {
-  @Test(.needs())
-  func everyCheckPassesThroughTheKernel() throws {
-    try MountFixture.withMount { m throws in
+  /// With the kernel reading and writing working files itself (FUSE passthrough, as root), and
+  /// with every read and write as a request (as for a user without CAP_SYS_ADMIN).
+  static let modes: [[String]] = [[], ["--no-passthrough"]]
+
+  @Test(.needs(), arguments: modes)
+  func everyCheckPassesThroughTheKernel(options: [String]) throws {
+    try MountFixture.withMount(options: options) { m throws in
       // The mount is nodev (libfuse's default for FUSE), so device nodes can be made but not
       // opened; making them is all the check does, so the capability stays.
       let subject = PosixSubject(
@@ -29,9 +33,9 @@ struct ConformanceThroughMountTests {
     }
   }
 
-  @Test(.needs())
-  func fsxKeepsEveryByteThroughTheKernelWithMmap() throws {
-    try MountFixture.withMount { m throws in
+  @Test(.needs(), arguments: modes)
+  func fsxKeepsEveryByteThroughTheKernelWithMmap(options: [String]) throws {
+    try MountFixture.withMount(options: options) { m throws in
       let subject = PosixSubject(root: m.mountPoint)
       #expect(subject.capabilities.contains(.mmap))
       for seed in [11 as UInt64, 0xF5, 20_261_121] {
