@@ -82,6 +82,26 @@ struct PropagationTests {
   }
 
   @Test(
+    "A name that B looked up while it was missing appears on B after sync", .needs(), .docsyncOnly)
+  func aNameMissingOnBAppearsAfterSync() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try library.sync(a, b)
+      // The kernel now remembers both names as missing on B.
+      #expect(access(b.path("later.txt"), F_OK) != 0)
+      #expect(access(b.path("later/inside.txt"), F_OK) != 0)
+      try write(a.path("later.txt"), "made on A\n")
+      try FileManager.default.createDirectory(
+        atPath: a.path("later"), withIntermediateDirectories: false)
+      try write(a.path("later/inside.txt"), "inside\n")
+      try library.sync(a, b)
+      #expect(try read(b.path("later.txt")) == "made on A\n")
+      #expect(try read(b.path("later/inside.txt")) == "inside\n")
+    }
+  }
+
+  @Test(
     "An mtime set on A with touch -d reaches B, to the nanosecond", .needs("touch"), .docsyncOnly)
   func explicitModificationTimeReachesTheOtherDevice() throws {
     try Library.with(programs: ["touch"]) { library in
