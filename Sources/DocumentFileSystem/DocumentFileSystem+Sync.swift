@@ -205,13 +205,22 @@ extension DocumentFileSystem: LocalTree {
           let node: Node
           if let target {
             node = target
+            try replaceContent(of: node, with: blob, modificationTime: modificationTime)
           } else {
+            // A new file's working file gets its content before the file gets its name, so
+            // a crash leaves no named file half written, and no empty working file is made
+            // only to be replaced (ext4 then steps over every recently deleted inode).
             let record = newRecord(in: folder, mode: UInt32(S_IFREG) | 0o644, caller: owner)
             guard let fd = try createWorkingFile(record.inode, flags: 0) else { throw .ioError }
-            close(fd)
+            do throws(Errno) {
+              defer { close(fd) }
+              try copyContent(of: blob, into: fd, modificationTime: modificationTime)
+            } catch {
+              _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+              throw error
+            }
             node = try insertForSync(record, name: path.name, in: folder)
           }
-          try replaceContent(of: node, with: blob, modificationTime: modificationTime)
           let mode =
             executable ? node.mode | ((node.mode & 0o444) >> 2) : node.mode & ~UInt32(0o111)
           if mode != node.mode {
@@ -294,9 +303,6 @@ extension DocumentFileSystem: LocalTree {
   private func replaceContent(of node: Node, with blob: String, modificationTime: Int64)
     throws(Errno)
   {
-    let source = Glibc.open(blob, O_RDONLY | O_CLOEXEC)
-    guard source >= 0 else { throw Errno(rawValue: errno) }
-    defer { close(source) }
     let name = workingFileName(node.inode)
     let inPlace = openFiles.values.contains { $0.inode == node.inode }
     let temporary = name + ".sync"
@@ -306,6 +312,20 @@ extension DocumentFileSystem: LocalTree {
       : openat(store.workingFiles, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
     guard target >= 0 else { throw Errno(rawValue: errno) }
     defer { close(target) }
+    try copyContent(of: blob, into: target, modificationTime: modificationTime)
+    if !inPlace && renameat(store.workingFiles, temporary, store.workingFiles, name) != 0 {
+      throw Errno(rawValue: errno)
+    }
+  }
+
+  /// Writes a blob's content over the file open at `target` (from its start, then cut to the
+  /// blob's size), sets its times and makes it durable.
+  private func copyContent(of blob: String, into target: Int32, modificationTime: Int64)
+    throws(Errno)
+  {
+    let source = Glibc.open(blob, O_RDONLY | O_CLOEXEC)
+    guard source >= 0 else { throw Errno(rawValue: errno) }
+    defer { close(source) }
     // sendfile copies inside the kernel: no pass through this process's memory.
     var size: off_t = 0
     while true {
@@ -315,12 +335,9 @@ extension DocumentFileSystem: LocalTree {
       if n == 0 { break }
       size += off_t(n)
     }
-    if inPlace && ftruncate(target, size) != 0 { throw Errno(rawValue: errno) }
+    guard ftruncate(target, size) == 0 else { throw Errno(rawValue: errno) }
     let time = timespecFrom(nanoseconds: modificationTime)
     _ = futimens(target, [time, time])
-    fsync(target)
-    if !inPlace && renameat(store.workingFiles, temporary, store.workingFiles, name) != 0 {
-      throw Errno(rawValue: errno)
-    }
+    guard fsync(target) == 0 else { throw Errno(rawValue: errno) }
   }
 }
