@@ -7,8 +7,9 @@ import Synchronization
 /// The kernel refuses a second backing file for an inode that is open already (EBUSY), so
 /// every open of an open inode reuses the first one's id, and the id is dropped when the last
 /// of those opens is released. The kernel also refuses passthrough and cached opens of one
-/// inode at once (ETXTBSY), so a registration that fails turns passthrough off for the session
-/// rather than for one file.
+/// inode at once (ETXTBSY, and EIO for a cached open of a passed-through inode), so a
+/// registration that fails (no CAP_SYS_ADMIN in a user namespace, a working file on a stacked
+/// file system) turns passthrough off for inodes not yet open, while open ones keep theirs.
 final class BackingFiles: Sendable {
   private struct Backing {
     var id: Int32
@@ -32,13 +33,13 @@ final class BackingFiles: Sendable {
   func acquire(inode: UInt64, handle: UInt64, descriptor: Int32) -> Int32? {
     guard cfuse_io_passthrough_active() != 0 else { return nil }
     return state.withLock { state -> Int32? in
-      guard !state.failed, let session = OpaquePointer(bitPattern: state.session) else {
-        return nil
-      }
       if var backing = state.byInode[inode] {
         backing.handles.insert(handle)
         state.byInode[inode] = backing
         return backing.id
+      }
+      guard !state.failed, let session = OpaquePointer(bitPattern: state.session) else {
+        return nil
       }
       let id = cfuse_io_backing_open(session, descriptor)
       guard id > 0 else {
