@@ -53,7 +53,10 @@ public struct SyncStatus: Sendable {
 public final class SyncEngine: @unchecked Sendable {
   /// Local operations, noted by the file system as they happen.
   public let changeLog = ChangeLog()
-  /// How long the paths of an editor's save must be quiet before they become versions.
+  /// How long the paths of an editor's save must be quiet before they become versions. It is
+  /// most of the time an edit takes to reach other devices; an editor's save steps (temporary
+  /// file, rename, chmod) come within a few milliseconds, and a file open for writing waits
+  /// for its close anyway.
   public let quietMilliseconds: UInt64
   public let hubDescription: String
 
@@ -98,7 +101,7 @@ public final class SyncEngine: @unchecked Sendable {
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
     store: LocalStore, hub: any Hub, hubDescription: String, deviceName: String,
-    quietMilliseconds: UInt64 = 200, logger: Logger = Logger(label: "docsync.sync")
+    quietMilliseconds: UInt64 = 150, logger: Logger = Logger(label: "docsync.sync")
   ) throws(SyncError) {
     pthread_mutex_init(&mutex, nil)
     self.store = store
