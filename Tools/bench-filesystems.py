@@ -85,7 +85,10 @@ class Target:
         return None
 
     def settle(self):
-        """Finishes what the previous workload left to do in the background, untimed."""
+        """Finishes what the previous workload left to do in the background, untimed: for
+        every target, the disk writes the page cache holds, so that one workload's writeback
+        is not timed inside the next."""
+        os.sync()
 
     def teardown(self):
         pass
@@ -123,6 +126,7 @@ class DocsyncTarget(Target):
         # pushed) once they are quiet; `docsync sync` returns when that is done, so that work
         # is not timed inside the next workload. The sync figures are measured on their own.
         subprocess.run([self.binary, "sync", self.root], check=True, stdout=subprocess.DEVNULL)
+        super().settle()
 
     def teardown(self):
         if subprocess.run([self.binary, "unmount", self.root]).returncode != 0:
@@ -139,7 +143,7 @@ class PassthroughTarget(DocsyncTarget):
         return [self.binary, "mount", self.root, "--state", self.state, "--fast"]
 
     def settle(self):
-        pass
+        Target.settle(self)
 
 
 class RcloneTarget(Target):
