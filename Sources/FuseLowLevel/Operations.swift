@@ -208,7 +208,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.openDirectory(
       inode: inode, flags: info!.pointee.flags, context: request.context)
-    request.reply(result, info: info!)
+    request.reply(result, inode: inode, info: info!)
   }
   ops.readdir = { req, inode, size, offset, info in
     readDirectory(req!, inode: inode, size: size, offset: offset, info: info, plus: false)

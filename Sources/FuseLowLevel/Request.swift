@@ -84,21 +84,8 @@ struct Request: ~Copyable {
     discard self
   }
 
-  /// opendir's answer; directories have no backing file.
-  consuming func reply(
-    _ result: Result<OpenReply, Errno>, info: UnsafeMutablePointer<fuse_file_info>
-  ) {
-    switch result {
-    case .success(let open):
-      setOpenFlags(open, info)
-      fuse_reply_open(raw, info)
-    case .failure(let error):
-      fuse_reply_err(raw, error.rawValue)
-    }
-    discard self
-  }
-
-  /// open's answer, passed through to the reply's backing file when the session can.
+  /// open's and opendir's answer, passed through to the reply's backing file when it names one
+  /// and the session can.
   consuming func reply(
     _ result: Result<OpenReply, Errno>, inode: UInt64, info: UnsafeMutablePointer<fuse_file_info>
   ) {
