@@ -77,20 +77,20 @@ extension SQLiteHub {
     }
   }
 
-  /// Polls every 20 ms: other processes' commits are invisible to GRDB's observation, which only
-  /// sees writes made through the same database object. So a change is seen within 20 ms plus one
-  /// small read (about 10 ms on average), from this process or any other.
-  ///
-  /// The poll asks whether a row exists past the cursor, a lookup in the rowid B-tree. That is as
-  /// cheap as `PRAGMA data_version`, which cannot serve here anyway: it is per connection, and a
-  /// pool hands each read a connection of its choosing.
+  /// Wakes when the database's files change (see ``FileChangeWatcher``), then asks whether a row
+  /// exists past the cursor, a lookup in the rowid B-tree. GRDB's own observation cannot serve:
+  /// it only sees writes made through the same database object, not other processes' commits.
+  /// Without a watcher it polls every ``pollInterval``.
   public func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError)
     -> Bool
   {
     let after = try Self.sequence(of: cursor)
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
+    let interval = watcher == nil ? Self.pollInterval : Self.watchedPollInterval
     while true {
+      // Read the generation before looking, so a commit in between is not missed.
+      let seen = changes.generation
       let changed = try await read { db in
         try Bool.fetchOne(
           db, sql: "SELECT EXISTS (SELECT 1 FROM records WHERE seq > ?)", arguments: [after])
@@ -98,12 +98,8 @@ extension SQLiteHub {
       }
       if changed { return true }
       let left = clock.now.duration(to: deadline)
-      if left <= .zero { return false }
-      do {
-        try await Task.sleep(for: min(Self.pollInterval, left))
-      } catch {
-        return false
-      }
+      if left <= .zero || Task.isCancelled { return false }
+      await changes.wait(after: seen, timeout: min(interval, left))
     }
   }
 

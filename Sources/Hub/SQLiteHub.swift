@@ -12,11 +12,19 @@ public final class SQLiteHub: Hub {
 
   let pool: DatabasePool
 
+  /// Bumped when the database's files change on disk, from this process or another.
+  let changes = ChangeSignal()
+  let watcher: FileChangeWatcher?
+
   /// Bytes per stored chunk, and the most a blob transfer holds in memory at once.
   static let chunkSize = 1 << 20
 
-  /// How often ``waitForChanges(after:timeout:)`` looks for other processes' writes.
+  /// How often ``waitForChanges(after:timeout:)`` looks for other processes' writes when the
+  /// database's folder cannot be watched.
   static let pollInterval = Duration.milliseconds(20)
+
+  /// How often it looks anyway while the folder is watched: a safety net, not the mechanism.
+  static let watchedPollInterval = Duration.seconds(1)
 
   /// How long a writer waits for another process's write transaction before giving up.
   ///
@@ -69,6 +77,16 @@ public final class SQLiteHub: Hub {
     } catch {
       throw .invalidLocation("cannot open \(absolute) as a hub: \(error)")
     }
+    // SQLite follows a symbolic link to the database and keeps its journal beside the target.
+    let file =
+      realpath(absolute, nil).map { pointer in
+        defer { free(pointer) }
+        return String(cString: pointer)
+      } ?? absolute
+    let name = (file as NSString).lastPathComponent
+    watcher = FileChangeWatcher(
+      directory: (file as NSString).deletingLastPathComponent,
+      names: [name, name + "-wal", name + "-journal"], signal: changes)
   }
 
   /// Where a user's hub lives when none is named: `$XDG_DATA_HOME/docsync/hub.sqlite`, by default

@@ -52,11 +52,9 @@ public final class PostgresHub: Hub {
         defer { Task { try? await connection.close() } }
         let channel = try await accountChannel(connection)
         try await connection.listen(on: channel) { notifications in
-          changes.listening(true)
           for try await _ in notifications { changes.signal() }
         }
       } catch {}
-      changes.listening(false)
       changes.signal()
       try? await Task.sleep(for: .milliseconds(500))
     }
@@ -176,64 +174,6 @@ actor Connections {
     } catch {
       throw HubError(postgres: error, location: description)
     }
-  }
-}
-
-/// Wakes ``PostgresHub/waitForChanges(after:timeout:)`` callers: a counter that notifications
-/// bump, so a waiter that read it before looking at the records cannot miss one in between.
-final class ChangeSignal: Sendable {
-  private struct State {
-    var generation = 0
-    var isListening = false
-    var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
-    var nextWaiter = 0
-  }
-  private let state = Mutex(State())
-
-  var generation: Int { state.withLock { $0.generation } }
-  var isListening: Bool { state.withLock { $0.isListening } }
-
-  func listening(_ value: Bool) {
-    state.withLock { $0.isListening = value }
-  }
-
-  func signal() {
-    let waiters = state.withLock { state in
-      state.generation += 1
-      defer { state.waiters = [:] }
-      return Array(state.waiters.values)
-    }
-    for waiter in waiters { waiter.resume() }
-  }
-
-  /// Returns once the generation passes `seen`, or after `timeout`, or on cancellation.
-  func wait(after seen: Int, timeout: Duration) async {
-    let id = state.withLock { state in
-      state.nextWaiter += 1
-      return state.nextWaiter
-    }
-    let timer = Task { [weak self] in
-      try? await Task.sleep(for: timeout)
-      self?.resume(id)
-    }
-    await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        let now = state.withLock { state -> Bool in
-          if state.generation != seen || Task.isCancelled { return true }
-          state.waiters[id] = continuation
-          return false
-        }
-        if now { continuation.resume() }
-      }
-    } onCancel: {
-      self.resume(id)
-    }
-    timer.cancel()
-  }
-
-  private func resume(_ id: Int) {
-    let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-    waiter?.resume()
   }
 }
 

@@ -1,5 +1,6 @@
 import DocumentModel
 import Glibc
+import Hub
 
 /// What the local tree holds at a path, as far as syncing cares.
 public enum LocalEntry: Sendable, Equatable {
@@ -66,6 +67,11 @@ public final class ChangeLog: @unchecked Sendable {
   private var mutex = pthread_mutex_t()
   private var operations: [LocalOperation] = []
   private var lastActivity: UInt64 = 0
+  private var wakeOnNote = false
+
+  /// Wakes the engine: at the next operation once it asked (``wakeAtNextNote()``), and for
+  /// whatever else it waits on (a requested sync, pause, resume, stop).
+  let wake = ChangeSignal()
 
   public init() { pthread_mutex_init(&mutex, nil) }
 
@@ -73,6 +79,17 @@ public final class ChangeLog: @unchecked Sendable {
     pthread_mutex_lock(&mutex)
     operations.append(operation)
     lastActivity = monotonicMilliseconds()
+    let wakeNow = wakeOnNote
+    wakeOnNote = false
+    pthread_mutex_unlock(&mutex)
+    if wakeNow { wake.signal() }
+  }
+
+  /// Asks for one ``wake`` signal at the next operation. Only the engine's idle wait asks: while
+  /// it times a quiet window, a burst of writes must not wake it once per write.
+  func wakeAtNextNote() {
+    pthread_mutex_lock(&mutex)
+    wakeOnNote = true
     pthread_mutex_unlock(&mutex)
   }
 

@@ -9,14 +9,18 @@ extension SyncEngine {
     var backoff: UInt64 = 250
     var retryAt: UInt64 = 0
     while withLock({ running }) {
+      // Read before looking at anything, so that a wake-up in between is not missed.
+      let seen = changeLog.wake.generation
       let target = withLock { syncRequested }
       let forced = target > withLock({ syncCompleted })
       let (quiet, pending) = changeLog.quietFor()
       if pending && (quiet >= quietMilliseconds || forced) {
         withLock { recordWindow(force: forced) }
       }
-      if withLock({ paused }) || (!forced && monotonicMilliseconds() < retryAt) {
-        try? await Task.sleep(for: .milliseconds(20))
+      let now = monotonicMilliseconds()
+      if withLock({ paused }) || (!forced && now < retryAt) {
+        let untilRetry = Duration.milliseconds(Int(retryAt > now ? retryAt - now : 0))
+        await waitForWork(seen: seen, limit: withLock({ paused }) ? Self.idleWait : untilRetry)
         continue
       }
       do throws(SyncError) {
@@ -41,13 +45,7 @@ extension SyncEngine {
           withLock { syncCompleted = max(syncCompleted, target) }
         }
         if !forced {
-          let cursor = withLock { self.cursor }
-          // Wake when a local window ends rather than up to 50 ms after: it is part of how
-          // long an edit takes to reach the other devices.
-          let (quiet, pending) = changeLog.quietFor()
-          let wait = pending && quiet < quietMilliseconds ? quietMilliseconds - quiet : 50
-          _ = try? await hub.waitForChanges(
-            after: cursor, timeout: .milliseconds(Int(max(1, min(wait, 50)))))
+          await waitForWork(seen: seen, limit: Self.idleWait, hubCursor: withLock { cursor })
         } else if !clean {
           try? await Task.sleep(for: .milliseconds(10))
         }
@@ -64,6 +62,34 @@ extension SyncEngine {
         backoff = min(backoff * 2, 10_000)
         try? await Task.sleep(for: .milliseconds(20))
       }
+    }
+  }
+
+  /// The longest the loop sleeps with nothing to do. Waking is driven by events; this only bounds
+  /// how old "last sync" in `docsync status` can be, at the cost of one look at the hub.
+  static let idleWait = Duration.seconds(1)
+
+  /// Sleeps until there may be work, at most `limit`: the quiet window of pending local changes
+  /// ends (when it does, not up to a poll later: it is part of how long an edit takes to reach
+  /// the other devices), a local change comes while none is pending or all are held back,
+  /// something is asked of the engine, or the hub has records past `hubCursor`.
+  func waitForWork(seen: Int, limit: Duration, hubCursor: HubCursor? = nil) async {
+    // Asked for before looking, so that a change made after the look still wakes the loop.
+    changeLog.wakeAtNextNote()
+    let (quiet, pending) = changeLog.quietFor()
+    let timeout =
+      pending && quiet < quietMilliseconds
+      ? min(limit, .milliseconds(Int(quietMilliseconds - quiet))) : limit
+    guard timeout > .zero else { return }
+    let wake = changeLog.wake
+    let hub = self.hub
+    await withTaskGroup(of: Void.self) { group in
+      if let hubCursor {
+        group.addTask { _ = try? await hub.waitForChanges(after: hubCursor, timeout: timeout) }
+      }
+      group.addTask { await wake.wait(after: seen, timeout: timeout) }
+      _ = await group.next()
+      group.cancelAll()
     }
   }
 

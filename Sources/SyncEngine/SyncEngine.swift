@@ -196,6 +196,7 @@ public final class SyncEngine: @unchecked Sendable {
   /// Stops the loop and records what is still pending locally (it goes out at the next mount).
   public func stop() async {
     withLock { running = false }
+    changeLog.wake.signal()
     await loop?.value
     withLock { recordWindow(force: true) }
   }
@@ -234,9 +235,15 @@ public final class SyncEngine: @unchecked Sendable {
   // MARK: - Control
 
   /// Stops pushing and pulling; the mount keeps working and local versions queue.
-  public func pause() { withLock { paused = true } }
+  public func pause() {
+    withLock { paused = true }
+    changeLog.wake.signal()
+  }
 
-  public func resume() { withLock { paused = false } }
+  public func resume() {
+    withLock { paused = false }
+    changeLog.wake.signal()
+  }
 
   /// Records pending local changes now, pushes them, pulls everything new, and returns when
   /// the tree shows the hub's current state (or throws at the deadline).
@@ -247,6 +254,7 @@ public final class SyncEngine: @unchecked Sendable {
       syncRequestedAt = monotonicMilliseconds()
       return syncRequested
     }
+    changeLog.wake.signal()
     let deadline = ContinuousClock.now + timeout
     while true {
       if withLock({ syncCompleted >= target }) {

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-import Hub
 import Testing
+
+@testable import Hub
 
 /// A fresh hub file in its own folder under /var/tmp, removed afterwards.
 ///
@@ -49,6 +50,37 @@ struct SQLiteHubConformanceTests {
     let fixture = try sqliteFixture(hubPath: folder.path + "/hub.sqlite")
     let check = try #require(HubConformance.checks.first { $0.name == name })
     try await check.run(fixture)
+  }
+}
+
+@Suite("SQLiteHub change watching")
+struct SQLiteHubWatchTests {
+  /// The wake-up comes from the database's files changing, not from the once-a-second look that
+  /// backs it up: another handle's commit moves the watcher's signal itself.
+  @Test func anotherHandlesCommitSignalsTheWatcher() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    #expect(hub.watcher != nil)
+    let other = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let seen = hub.changes.generation
+    try await other.append([makeRecord("from another handle")])
+    await hub.changes.wait(after: seen, timeout: .seconds(30))
+    #expect(hub.changes.generation != seen)
+  }
+
+  /// SQLite keeps the journal beside the file a symbolic link points to; the watch follows.
+  @Test func aHubReachedThroughASymbolicLinkIsWatchedWhereItsFilesAre() async throws {
+    let folder = try ScratchFolder()
+    try FileManager.default.createDirectory(
+      atPath: folder.path + "/real", withIntermediateDirectories: false)
+    let writer = try SQLiteHub(path: folder.path + "/real/hub.sqlite")
+    try FileManager.default.createSymbolicLink(
+      atPath: folder.path + "/link.sqlite", withDestinationPath: folder.path + "/real/hub.sqlite")
+    let hub = try SQLiteHub(path: folder.path + "/link.sqlite")
+    let seen = hub.changes.generation
+    try await writer.append([makeRecord("through the link")])
+    await hub.changes.wait(after: seen, timeout: .seconds(30))
+    #expect(hub.changes.generation != seen)
   }
 }
 

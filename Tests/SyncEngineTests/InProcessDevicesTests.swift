@@ -5,6 +5,7 @@ import Glibc
 import Hub
 import LocalStore
 import SyncEngine
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -14,10 +15,14 @@ final class Device: @unchecked Sendable {
   let engine: SyncEngine
   let me = Caller(uid: getuid(), gid: getgid())
 
-  init(folder: String, hub: String, name: String) throws {
+  convenience init(folder: String, hub: String, name: String) throws {
+    try self.init(folder: folder, hub: try openHub(location: hub), hubDescription: hub, name: name)
+  }
+
+  init(folder: String, hub: any Hub, hubDescription: String, name: String) throws {
     let store = try LocalStore(directory: folder)
     engine = try SyncEngine(
-      store: store, hub: try openHub(location: hub), hubDescription: hub, deviceName: name,
+      store: store, hub: hub, hubDescription: hubDescription, deviceName: name,
       quietMilliseconds: 50)
     fileSystem = try DocumentFileSystem(store: store, engine: engine)
     // No kernel here: acknowledge invalidations as a FUSE adapter would after sending them.
@@ -117,8 +122,67 @@ struct Library {
   }
 }
 
+/// A hub that counts how often the engine looks for news, to tell waiting on events from polling.
+final class CountingHub: Hub {
+  let inner: any Hub
+  private let counter = Mutex(0)
+
+  init(_ inner: any Hub) { self.inner = inner }
+
+  var looks: Int { counter.withLock { $0 } }
+
+  func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {
+    try await inner.putBlob(hash: hash, from: fileDescriptor)
+  }
+  func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool {
+    try await inner.hasBlob(hash: hash)
+  }
+  func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError) {
+    try await inner.fetchBlob(hash: hash, to: fileDescriptor)
+  }
+  func append(_ records: [HubRecord]) async throws(HubError) { try await inner.append(records) }
+  func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage {
+    counter.withLock { $0 += 1 }
+    return try await inner.records(after: cursor, limit: limit)
+  }
+  func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError) -> Bool {
+    counter.withLock { $0 += 1 }
+    return try await inner.waitForChanges(after: cursor, timeout: timeout)
+  }
+}
+
 @Suite("two devices in process, one SQLite hub")
 struct InProcessDevicesTests {
+  /// The loop sleeps until something happens. When it polled, every 50 ms, these two idle
+  /// seconds cost about 80 looks; now it is a few, for the once-a-second safety net.
+  @Test func anIdleDeviceLeavesTheHubAlone() async throws {
+    let library = Library()
+    let hub = CountingHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
+    let a = try Device(
+      folder: library.folder + "/a", hub: hub, hubDescription: "counted", name: "a")
+    try a.write("plan.md", "first\n")
+    try await a.sync()
+    let before = hub.looks
+    try await Task.sleep(for: .seconds(2))
+    let looks = hub.looks - before
+    #expect(looks <= 10, "\(looks) looks at the hub in two idle seconds")
+    await a.stop()
+  }
+
+  /// Nobody asks for a sync: the close wakes A's loop, A's commit wakes B's.
+  @Test func anEditReachesAnIdleDeviceUnasked() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "first\n")
+    let deadline = ContinuousClock.now + .seconds(30)
+    while (try? b.read("plan.md")) != "first\n" && ContinuousClock.now < deadline {
+      try await Task.sleep(for: .milliseconds(10))
+    }
+    #expect(try b.read("plan.md") == "first\n")
+    await a.stop()
+    await b.stop()
+  }
   @Test func aNewFileAndAnEditReachTheOtherDevice() async throws {
     let library = Library()
     let a = try library.device("a")

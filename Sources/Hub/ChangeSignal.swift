@@ -1,0 +1,58 @@
+import Synchronization
+
+/// A counter that wakes async waiters when it moves.
+///
+/// A waiter reads ``generation`` before it looks at what it waits for, then waits for the
+/// generation to pass what it read: a signal sent in between is not missed, and many signals while
+/// nobody waits cost one increment each.
+public final class ChangeSignal: Sendable {
+  private struct State {
+    var generation = 0
+    var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiter = 0
+  }
+  private let state = Mutex(State())
+
+  public init() {}
+
+  public var generation: Int { state.withLock { $0.generation } }
+
+  public func signal() {
+    let waiters = state.withLock { state in
+      state.generation += 1
+      defer { state.waiters = [:] }
+      return Array(state.waiters.values)
+    }
+    for waiter in waiters { waiter.resume() }
+  }
+
+  /// Returns once the generation passes `seen`, or after `timeout`, or on cancellation.
+  public func wait(after seen: Int, timeout: Duration) async {
+    let id = state.withLock { state in
+      state.nextWaiter += 1
+      return state.nextWaiter
+    }
+    let timer = Task { [weak self] in
+      try? await Task.sleep(for: timeout)
+      self?.resume(id)
+    }
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        let now = state.withLock { state -> Bool in
+          if state.generation != seen || Task.isCancelled { return true }
+          state.waiters[id] = continuation
+          return false
+        }
+        if now { continuation.resume() }
+      }
+    } onCancel: {
+      self.resume(id)
+    }
+    timer.cancel()
+  }
+
+  private func resume(_ id: Int) {
+    let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+    waiter?.resume()
+  }
+}
