@@ -258,10 +258,14 @@ def small_files_create(target, size):
     os.makedirs(folder, exist_ok=True)
     data = os.urandom(4096)
 
+    # The system calls themselves, as fs_mark makes them: Python's open() would add an isatty
+    # ioctl per file, one more FUSE request that is Python's, not the workload's.
     def work():
         for i in range(size["files"]):
-            with open(os.path.join(folder, f"f{i:05d}"), "wb") as f:
-                f.write(data)
+            fd = os.open(os.path.join(folder, f"f{i:05d}"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                         0o644)
+            os.write(fd, data)
+            os.close(fd)
 
     return seconds(timed(work))
 
@@ -340,21 +344,30 @@ WORKLOADS = [
 ]
 
 
-def make_targets(args):
-    targets = [Target(os.path.join(BENCH_ROOT, "plain"))]
+def make_targets(args, folder):
+    targets = [Target(os.path.join(folder, "plain"))]
     if args.passthrough:
-        targets.append(PassthroughTarget(os.path.join(BENCH_ROOT, "passthrough"), args.passthrough))
+        targets.append(PassthroughTarget(os.path.join(folder, "passthrough"), args.passthrough))
     if args.rclone:
-        targets.append(RcloneTarget(os.path.join(BENCH_ROOT, "rclone")))
+        targets.append(RcloneTarget(os.path.join(folder, "rclone")))
     if args.docsync:
-        targets.append(DocsyncTarget(os.path.join(BENCH_ROOT, "docsync"), args.docsync))
+        targets.append(DocsyncTarget(os.path.join(folder, "docsync"), args.docsync))
     return targets
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def clean_root():
     if os.path.exists(BENCH_ROOT):
-        for leftover in ("docsync", "passthrough", "rclone"):
-            unmount(os.path.join(BENCH_ROOT, leftover, "root"))
+        with open("/proc/self/mountinfo") as f:
+            points = [line.split()[4] for line in f]
+        for point in points:
+            if point.startswith(BENCH_ROOT + "/"):
+                unmount(point)
         shutil.rmtree(BENCH_ROOT)
 
 
@@ -365,7 +378,10 @@ def main():
     parser.add_argument("--rclone", action="store_true", help="also measure `rclone mount`")
     parser.add_argument("--results", default="bench-results")
     parser.add_argument("--quick", action="store_true", help="a smaller run")
+    parser.add_argument("--rounds", type=int,
+                        help="rounds over every target, medians reported (default: 3; 1 quick)")
     args = parser.parse_args()
+    rounds = args.rounds or (1 if args.quick else 3)
     # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -382,33 +398,56 @@ def main():
         "tarball": tarball,
     }
 
-    figures = {}
+    # This machine's disk and CPUs vary several-fold within minutes, so one pass puts each
+    # target in a different weather. Rounds, each in its own folders (nothing is deleted until
+    # the end: mass deletions slow ext4's next creates), with the order of targets rotated,
+    # and the median per target.
+    runs = {}
     memory = {}
     try:
-        for target in make_targets(args):
-            print(f"{target.label} ...", file=sys.stderr)
-            target.setup()
-            try:
-                figures[target.name] = {}
-                for name, work, _ in WORKLOADS:
-                    # A target that cannot do a workload (rclone 1.60 makes no symlinks, so
-                    # tar fails on /usr/include) gets no figure for it, and the run goes on.
-                    try:
-                        target.settle()
-                        figures[target.name][name] = work(target, size)
-                    except (subprocess.CalledProcessError, OSError, AssertionError) as error:
-                        print(f"  {target.name}: {name} failed: {error}", file=sys.stderr)
-                        figures[target.name][name] = None
-                pid = target.pid()
-                if pid:
-                    memory[target.name] = peak_memory_mib(pid)
-            finally:
-                target.teardown()
+        for round_number in range(rounds):
+            targets = make_targets(args, os.path.join(BENCH_ROOT, f"round{round_number}"))
+            shift = round_number % len(targets)
+            for target in targets[shift:] + targets[:shift]:
+                print(f"round {round_number + 1}/{rounds}: {target.label} ...", file=sys.stderr)
+                target.setup()
+                try:
+                    row = runs.setdefault(target.name, {})
+                    for name, work, _ in WORKLOADS:
+                        # A target that cannot do a workload (rclone 1.60 makes no symlinks, so
+                        # tar fails on /usr/include) gets no figure for it, and the run goes on.
+                        try:
+                            target.settle()
+                            figure = work(target, size)
+                        except (subprocess.CalledProcessError, OSError, AssertionError) as error:
+                            print(f"  {target.name}: {name} failed: {error}", file=sys.stderr)
+                            figure = None
+                        row.setdefault(name, []).append(figure)
+                    pid = target.pid()
+                    if pid:
+                        peak = peak_memory_mib(pid)
+                        if peak:
+                            memory[target.name] = max(memory.get(target.name, 0), peak)
+                finally:
+                    target.teardown()
     finally:
         clean_root()
 
+    figures = {}
+    for target_name, row in runs.items():
+        figures[target_name] = {}
+        for name, measured in row.items():
+            # A workload that failed in any round is reported as failed: a median of the
+            # rounds that worked would hide it.
+            if any(figure is None for figure in measured):
+                figures[target_name][name] = None
+            else:
+                figures[target_name][name] = Figure(median([f.value for f in measured]),
+                                                    measured[0].unit)
+
     names = list(figures)
-    print(f"\nfile systems, {'quick' if args.quick else 'full'} run: ratio to (a) plain; "
+    print(f"\nfile systems, {'quick' if args.quick else 'full'} run, median of {rounds} "
+          f"round{'s' if rounds > 1 else ''}: ratio to (a) plain; "
           "rates (MiB/s, IOPS) as docsync/plain (higher is better), times as a multiple "
           "(lower is better)")
     print(f"{'workload':<24}" + "".join(f"{n:>16}" for n in names[1:])
@@ -427,14 +466,25 @@ def main():
     print(f"{'peak memory (VmHWM)':<24}"
           + "".join(f"{memory[n]:>12.0f} MiB" if memory.get(n) else f"{'':>16}"
                     for n in names[1:]))
+    if rounds > 1 and "docsync" in runs:
+        # How much the weather moved: docsync against plain of the same round, round by round.
+        print("\ndocsync / plain in each round")
+        for workload, _, _ in WORKLOADS:
+            pairs = zip(runs["docsync"][workload], runs["plain"][workload])
+            cells = ["failed" if d is None or p is None else f"{d.ratio(p):.2f}" for d, p in pairs]
+            print(f"{workload:<24}" + "  ".join(f"{c:>7}" for c in cells))
 
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = os.path.join(args.results, f"{stamp}.json")
     with open(out, "w") as f:
-        json.dump({"quick": args.quick, "sizes": {k: v for k, v in size.items() if k != "tarball"},
+        json.dump({"quick": args.quick, "rounds": rounds,
+                   "sizes": {k: v for k, v in size.items() if k != "tarball"},
                    "figures": {t: {w: fig and {"value": fig.value, "unit": fig.unit}
                                    for w, fig in row.items()} for t, row in figures.items()},
+                   "rounds_figures": {t: {w: [fig and fig.value for fig in measured]
+                                          for w, measured in row.items()}
+                                      for t, row in runs.items()},
                    "peak_memory_mib": memory}, f, indent=2)
     print(f"\nraw figures: {out}")
 
