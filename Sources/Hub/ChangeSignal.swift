@@ -27,14 +27,23 @@ public final class ChangeSignal: Sendable {
   }
 
   /// Returns once the generation passes `seen`, or after `timeout`, or on cancellation.
+  ///
+  /// The timer is a child task, so it runs where the caller runs (the sync engine's own thread):
+  /// an unstructured timer task would need the shared cooperative pool, and a pool kept busy by
+  /// blocking work (a test suite, at least) would hold the wake-up back indefinitely.
   public func wait(after seen: Int, timeout: Duration) async {
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask { try? await Task.sleep(for: timeout) }
+      group.addTask { await self.signalled(after: seen) }
+      _ = await group.next()
+      group.cancelAll()
+    }
+  }
+
+  private func signalled(after seen: Int) async {
     let id = state.withLock { state in
       state.nextWaiter += 1
       return state.nextWaiter
-    }
-    let timer = Task { [weak self] in
-      try? await Task.sleep(for: timeout)
-      self?.resume(id)
     }
     await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
@@ -48,7 +57,6 @@ public final class ChangeSignal: Sendable {
     } onCancel: {
       self.resume(id)
     }
-    timer.cancel()
   }
 
   private func resume(_ id: Int) {
