@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Sync figures for docsync: two mounts (A and B) on one hub, SQLite or (--postgres) PostgreSQL.
 
+- idle CPU: what each daemon uses while nothing happens on the mounts (20 s, --quick 5 s);
 - propagation: from the close of an edit on A to the new content being readable on B,
   p50 and p99 over N edits (B polls the file every millisecond, as a reader would);
 - conflict: from `docsync resume` of a device with a concurrent edit to both devices listing
@@ -61,6 +62,25 @@ def peak_rss_mib(state):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def cpu_seconds(state):
+    """User plus system CPU time the daemon of a state folder has used so far."""
+    with open(f"{state}/docsync.pid") as f:
+        pid = f.read().strip()
+    with open(f"/proc/{pid}/stat") as f:
+        # The command name may hold spaces; the fields after it are fixed.
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def idle_cpu_percent(states, seconds):
+    """Each daemon's CPU, as a percentage of one CPU, while nothing happens on the mounts."""
+    time.sleep(2)  # the mounts' start-up work
+    before = {name: cpu_seconds(state) for name, state in states.items()}
+    time.sleep(seconds)
+    return {name: 100 * (cpu_seconds(state) - before[name]) / seconds
+            for name, state in states.items()}
 
 
 def throughput(docsync, a, b, size_mib):
@@ -190,6 +210,8 @@ def main():
             "--hub", hub, "--device", name)
     a, b = mounts["a"], mounts["b"]
     try:
+        idle_seconds = 5 if args.quick else 20
+        idle = idle_cpu_percent({name: f"{ROOT}/state-{name}" for name in mounts}, idle_seconds)
         latencies = []
         for edit in range(args.edits):
             content = f"edit {edit} {time.time()}\n".encode()
@@ -240,6 +262,8 @@ def main():
         "propagation_p50_ms": 1000 * percentile(latencies, 0.5),
         "propagation_p99_ms": 1000 * percentile(latencies, 0.99),
         "propagation_edits": len(latencies),
+        "idle_cpu_percent_a": idle["a"],
+        "idle_cpu_percent_b": idle["b"],
         "reconnect_to_conflict_p50_ms": 1000 * percentile(conflicts, 0.5),
         "reconnect_to_conflict_max_ms": 1000 * max(conflicts),
         "hub": "postgres" if args.postgres else "sqlite",
@@ -251,6 +275,7 @@ def main():
         "peak_rss_b_mib": rss["b"],
     }
     print(f"\nsync through the {hub_name} (two mounts on one machine)")
+    print(f"  idle CPU over {idle_seconds} s: A {idle['a']:.2f}%, B {idle['b']:.2f}% of one CPU")
     print(f"  propagation close-on-A -> readable-on-B, {len(latencies)} edits: "
           f"p50 {figures['propagation_p50_ms']:.0f} ms, p99 {figures['propagation_p99_ms']:.0f} ms")
     print(f"  reconnect -> conflict listed on both, {len(conflicts)} rounds: "
