@@ -85,12 +85,20 @@ public final class ChangeLog: @unchecked Sendable {
     if wakeNow { wake.signal() }
   }
 
-  /// Asks for one ``wake`` signal at the next operation. Only the engine's idle wait asks: while
-  /// it times a quiet window, a burst of writes must not wake it once per write.
-  func wakeAtNextNote() {
+  /// How long the engine may sleep before the pending operations have been quiet for `window`
+  /// milliseconds, or nil when no window is open (nothing pending, or all of it already quiet
+  /// and held back by open files): then the next operation sends one ``wake`` signal.
+  ///
+  /// One decision under the lock, so an operation cannot slip in between the look and the
+  /// request to be woken. While a window is open nothing is asked: a burst of writes must not
+  /// wake the engine once per write; the window's end will.
+  func sleepBeforeWindowEnds(_ window: UInt64) -> UInt64? {
     pthread_mutex_lock(&mutex)
-    wakeOnNote = true
-    pthread_mutex_unlock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    let quiet = monotonicMilliseconds() - lastActivity
+    let windowOpen = !operations.isEmpty && quiet < window
+    wakeOnNote = !windowOpen
+    return windowOpen ? window - quiet : nil
   }
 
   /// Keeps the window open without an operation (a write in progress).

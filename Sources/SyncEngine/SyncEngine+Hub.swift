@@ -74,12 +74,10 @@ extension SyncEngine {
   /// the other devices), a local change comes while none is pending or all are held back,
   /// something is asked of the engine, or the hub has records past `hubCursor`.
   func waitForWork(seen: Int, limit: Duration, hubCursor: HubCursor? = nil) async {
-    // Asked for before looking, so that a change made after the look still wakes the loop.
-    changeLog.wakeAtNextNote()
-    let (quiet, pending) = changeLog.quietFor()
     let timeout =
-      pending && quiet < quietMilliseconds
-      ? min(limit, .milliseconds(Int(quietMilliseconds - quiet))) : limit
+      changeLog.sleepBeforeWindowEnds(quietMilliseconds).map {
+        min(limit, .milliseconds(Int($0)))
+      } ?? limit
     guard timeout > .zero else { return }
     let wake = changeLog.wake
     let hub = self.hub

@@ -173,6 +173,27 @@ struct InProcessDevicesTests {
     await a.stop()
   }
 
+  /// A burst of writes does not wake the loop once per write: it sleeps until the burst's quiet
+  /// window could end, so it looks at the hub about twice per window (50 ms here). Woken per
+  /// write, the loop took CPU from the writers and made 10,000 creates through a mount 50% slower.
+  @Test func aBurstOfWritesDoesNotWakeTheLoopPerWrite() async throws {
+    let library = Library()
+    let hub = CountingHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
+    let a = try Device(
+      folder: library.folder + "/a", hub: hub, hubDescription: "counted", name: "a")
+    try a.write("first.txt", "first\n")
+    try await a.sync()
+    let before = hub.looks
+    let started = ContinuousClock.now
+    for index in 0..<400 { try a.write("burst-\(index).txt", "\(index)\n") }
+    let looks = hub.looks - before
+    let windows = started.duration(to: .now) / .milliseconds(50)
+    #expect(Double(looks) <= 4 * windows + 10, "\(looks) looks during \(windows) windows")
+    try await a.sync()
+    #expect(try a.read("burst-399.txt") == "399\n")
+    await a.stop()
+  }
+
   /// Nobody asks for a sync: the close wakes A's loop, A's commit wakes B's. Meanwhile every
   /// thread of the shared cooperative pool is kept blocked, as a busy test suite or a blocking
   /// caller would: the engines' loops, their wake-ups and their timers must not need that pool.
