@@ -22,11 +22,19 @@ final class FileChangeWatcher: @unchecked Sendable {
     source = DispatchSource.makeReadSource(
       fileDescriptor: fd, queue: DispatchQueue(label: "docsync.hub.watch"))
     source.setEventHandler {
-      if Self.drain(fd, wanted: wanted) { signal.signal() }
+      if Self.drain(fd, wanted: wanted) {
+        signal.signal()
+        // A large upload writes the journal thousands of times a second; pausing here lets
+        // those events gather into the next drain, so waiters look at most about 200 times a
+        // second. The first write of a burst is still signalled at once.
+        usleep(Self.pauseMicroseconds)
+      }
     }
     source.setCancelHandler { close(fd) }
     source.resume()
   }
+
+  static let pauseMicroseconds: UInt32 = 5_000
 
   deinit { source.cancel() }
 
