@@ -69,8 +69,8 @@ public final class ChangeLog: @unchecked Sendable {
   private var lastActivity: UInt64 = 0
   private var wakeOnNote = false
 
-  /// Wakes the engine: at the next operation once it asked (``wakeAtNextNote()``), and for
-  /// whatever else it waits on (a requested sync, pause, resume, stop).
+  /// Wakes the engine: at the next operation once it asked (``sleepBeforeWindowEnds(_:)``), and
+  /// for whatever else it waits on (a requested sync, pause, resume, stop).
   let wake = ChangeSignal()
 
   public init() { pthread_mutex_init(&mutex, nil) }
