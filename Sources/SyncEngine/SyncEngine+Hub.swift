@@ -18,9 +18,10 @@ extension SyncEngine {
         withLock { recordWindow(force: forced) }
       }
       let now = monotonicMilliseconds()
-      if withLock({ paused }) || (!forced && now < retryAt) {
+      let isPaused = withLock { paused }
+      if isPaused || (!forced && now < retryAt) {
         let untilRetry = Duration.milliseconds(Int(retryAt > now ? retryAt - now : 0))
-        await waitForWork(seen: seen, limit: withLock({ paused }) ? Self.idleWait : untilRetry)
+        await waitForWork(seen: seen, limit: isPaused ? Self.idleWait : untilRetry)
         continue
       }
       do throws(SyncError) {

@@ -120,6 +120,14 @@ struct Library {
   func device(_ name: String) throws -> Device {
     try Device(folder: folder + "/" + name, hub: folder + "/hub.sqlite", name: name)
   }
+
+  /// A device whose hub counts the engine's looks.
+  func countedDevice(_ name: String) throws -> (Device, CountingHub) {
+    let hub = CountingHub(try SQLiteHub(path: folder + "/hub.sqlite"))
+    let device = try Device(
+      folder: folder + "/" + name, hub: hub, hubDescription: "counted", name: name)
+    return (device, hub)
+  }
 }
 
 /// A hub that counts how often the engine looks for news, to tell waiting on events from polling.
@@ -158,10 +166,7 @@ struct InProcessDevicesTests {
   /// the once-a-second safety net. The idle time is measured, not assumed: a busy suite can
   /// resume this test's sleep late.
   @Test func anIdleDeviceLeavesTheHubAlone() async throws {
-    let library = Library()
-    let hub = CountingHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
-    let a = try Device(
-      folder: library.folder + "/a", hub: hub, hubDescription: "counted", name: "a")
+    let (a, hub) = try Library().countedDevice("a")
     try a.write("plan.md", "first\n")
     try await a.sync()
     let before = hub.looks
@@ -177,10 +182,7 @@ struct InProcessDevicesTests {
   /// window could end, so it looks at the hub about twice per window (50 ms here). Woken per
   /// write, the loop took CPU from the writers and made 10,000 creates through a mount 50% slower.
   @Test func aBurstOfWritesDoesNotWakeTheLoopPerWrite() async throws {
-    let library = Library()
-    let hub = CountingHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
-    let a = try Device(
-      folder: library.folder + "/a", hub: hub, hubDescription: "counted", name: "a")
+    let (a, hub) = try Library().countedDevice("a")
     try a.write("first.txt", "first\n")
     try await a.sync()
     let before = hub.looks
@@ -216,6 +218,7 @@ struct InProcessDevicesTests {
     await a.stop()
     await b.stop()
   }
+
   @Test func aNewFileAndAnEditReachTheOtherDevice() async throws {
     let library = Library()
     let a = try library.device("a")
