@@ -101,19 +101,34 @@ extension PostgresHub {
     while true {
       // Read the generation before looking, so a notification in between is not missed.
       let seen = changes.generation
-      let changed = try await withConnection { connection in
-        let rows = try await connection.query(
-          """
-          SELECT EXISTS (SELECT 1 FROM docsync.records
-            WHERE account = docsync.current_account() AND seq > \(after))
-          """, logger: Connections.logger)
-        for try await exists in rows.decode(Bool.self) { return exists }
-        return false
+      if Task.isCancelled { return false }
+      // The sync engine cancels this wait when a local change wins the race. The look itself
+      // runs in a task of its own, which that cancellation does not reach: a connection or
+      // query cut off by cancellation inside postgres-nio could leave the wait hanging. Only
+      // the sleep below is cut short.
+      let look = Task { () async -> Result<Bool, HubError> in
+        do throws(HubError) {
+          return .success(try await self.hasRecords(after: after))
+        } catch {
+          return .failure(error)
+        }
       }
-      if changed { return true }
+      if try await look.value.get() { return true }
       let left = clock.now.duration(to: deadline)
       if left <= .zero || Task.isCancelled { return false }
       await changes.wait(after: seen, timeout: min(Self.pollInterval, left))
+    }
+  }
+
+  private func hasRecords(after seq: Int64) async throws(HubError) -> Bool {
+    try await withConnection { connection in
+      let rows = try await connection.query(
+        """
+        SELECT EXISTS (SELECT 1 FROM docsync.records
+          WHERE account = docsync.current_account() AND seq > \(seq))
+        """, logger: Connections.logger)
+      for try await exists in rows.decode(Bool.self) { return exists }
+      return false
     }
   }
 
