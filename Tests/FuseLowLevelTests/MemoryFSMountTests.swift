@@ -140,14 +140,22 @@ final class MountFixture {
   }
 
   /// fusermount3 -u, then the server's output once it has exited.
+  ///
+  /// Retried for a few seconds: under a loaded suite the kernel can still hold a just-closed
+  /// file (an asynchronous release), and fusermount3 then reports the mount busy.
   func unmountAndWait() throws -> String {
-    let unmount = Process()
-    unmount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-    unmount.arguments = ["-u", mountPoint]
-    try unmount.run()
-    unmount.waitUntilExit()
-    guard unmount.terminationStatus == 0 else {
-      throw MountFailure(description: "fusermount3 -u \(mountPoint) failed")
+    let deadline = Date().addingTimeInterval(10)
+    while true {
+      let unmount = Process()
+      unmount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
+      unmount.arguments = ["-u", mountPoint]
+      try unmount.run()
+      unmount.waitUntilExit()
+      if unmount.terminationStatus == 0 { break }
+      guard Date() < deadline else {
+        throw MountFailure(description: "fusermount3 -u \(mountPoint) failed")
+      }
+      usleep(100_000)
     }
     return try waitForExit()
   }
