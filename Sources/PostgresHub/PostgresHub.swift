@@ -62,10 +62,15 @@ public final class PostgresHub: Hub {
     }
   }
 
-  /// The notification channel of the connected role's account: the account role's name.
+  /// The notification channel of the connected role's account: a random name that only the
+  /// account's roles can read.
   static func accountChannel(_ connection: PostgresConnection) async throws -> String {
-    guard let account = try await account(connection) else { throw HubError.noAccount }
-    return account
+    let rows = try await connection.query(
+      "SELECT docsync.notify_channel()", logger: Connections.logger)
+    var found: String?
+    for try await channel in rows.decode(String?.self) { found = found ?? channel }
+    guard let found else { throw HubError.noAccount }
+    return found
   }
 
   /// The account of the connected role, nil when it belongs to none.

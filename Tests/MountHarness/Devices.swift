@@ -40,8 +40,10 @@ public final class Device {
     self.environment = environment
     mountPoint = "\(base)/\(name)/mnt"
     state = "\(base)/\(name)/state"
-    for folder in [mountPoint, state] {
-      try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+    // The state folder private, as docsync makes it: a shared one draws a warning at mount.
+    for (folder, mode) in [(mountPoint, 0o755), (state, 0o700)] {
+      try FileManager.default.createDirectory(
+        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
     }
   }
 

@@ -30,9 +30,10 @@ public final class MountFixture {
     base = "\(Self.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
     mountPoint = "\(base)/mnt"
     state = "\(base)/state"
-    for folder in [mountPoint, state] {
+    // The state folder private, as docsync makes it: a shared one draws a warning at mount.
+    for (folder, mode) in [(mountPoint, 0o755), (state, 0o700)] {
       try FileManager.default.createDirectory(
-        atPath: folder, withIntermediateDirectories: true)
+        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
     }
   }
 
