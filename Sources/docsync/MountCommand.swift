@@ -200,11 +200,14 @@ struct MountCommand: ParsableCommand {
   }
 
   /// Says once, at mount, when the hub file or the state folder (which hold every document's
-  /// content) can be read by other users of this machine. docsync makes both private; these
+  /// content) can be read by other users of this machine, or the hub is reached unencrypted. docsync makes both private; these
   /// were made or changed by someone else.
   func warnIfShared(stateFolder: String) {
     var places = [(stateFolder, "state folder")]
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
+    if let warning = (try? PostgresLocation(parsing: hubLocation))?.warning {
+      writeText("docsync: warning: \(warning)\n", to: 2)
+    }
     if !hubLocation.contains("://") {
       places.append((URL(fileURLWithPath: hubLocation).standardizedFileURL.path, "hub"))
     }

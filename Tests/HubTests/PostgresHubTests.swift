@@ -319,6 +319,60 @@ struct PostgresHubTests {
     #expect(try await fetchBlob(newcomer, blob) == content)
   }
 
+  /// A server (or someone on the path) that asks for the password in cleartext on a
+  /// connection without TLS never gets it: the hub refuses in one line.
+  @Test(arguments: ["disable", "allow", "prefer"])
+  func aCleartextPasswordRequestWithoutTLSIsRefused(_ mode: String) async throws {
+    let server = try CleartextServer()
+    let hub = try PostgresHub(
+      location: "postgres://me:the-secret@127.0.0.1:\(server.port)/db?sslmode=\(mode)")
+    let error = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(reason.contains("cleartext") && !reason.contains("\n"), "\(reason)")
+    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+  }
+
+  /// Without sslmode the hub insists on TLS with a certificate it can verify, as
+  /// sslmode=verify-full does; weaker modes must be written, and disable across a network
+  /// draws a warning.
+  @Test func withoutSslmodeTheServerMustProveWhoItIs() async throws {
+    let none = try PostgresLocation(parsing: "postgres://me@db.example/db", environment: [:])
+    #expect(none.sslMode == .verifyFull)
+    #expect(none.warning == nil)
+    let clear = try PostgresLocation(
+      parsing: "postgres://me@db.example/db?sslmode=disable", environment: [:])
+    #expect(clear.warning?.contains("unencrypted") == true)
+    #expect(
+      try PostgresLocation(parsing: "postgres://me@127.0.0.1/db?sslmode=disable", environment: [:])
+        .warning == nil)
+
+    let ca = try #require(PostgresTestCluster.certificateAuthority)
+    // A server that offers no TLS: one line that names sslmode.
+    let plain = try NoTLSServer()
+    let hub = try PostgresHub(
+      location: "postgres://me:pw@127.0.0.1:\(plain.port)/db?sslrootcert=\(ca)")
+    let error = await #expect(throws: HubError.self) { try await hub.append([makeRecord("a")]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(reason.contains("sslmode") && !reason.contains("\n"), "\(reason)")
+    // No CA to verify with: refused before connecting, as libpq does.
+    let home = FileManager.default.homeDirectoryForCurrentUser.path
+    if !FileManager.default.fileExists(atPath: home + "/.postgresql/root.crt") {
+      #expect(throws: HubError.self) { try PostgresHub(location: "postgres://me@127.0.0.1/db") }
+    }
+    // The test cluster's server, with the CA that signed its certificate, needs nothing more.
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let verified = try PostgresHub(
+      location: url.replacingOccurrences(of: "?sslmode=disable", with: "?sslrootcert=\(ca)"))
+    try await verified.append([makeRecord("verified")])
+    #expect(try await allRecords(verified) == [makeRecord("verified")])
+  }
+
   @Test func badLocationsAreRefusedInOneLine() throws {
     for location in [
       "postgres://", "postgres://host/db", "postgres://me@/db",
