@@ -4,9 +4,9 @@ import PostgresNIO
 
 /// The hub's schema steps, applied in order on first use and recorded in `docsync.migrations`.
 ///
-/// Each step is a SQL file in `Migrations/`, embedded in the binary, so that
-/// `Tools/postgres-account` applies the very same text with psql. Released steps are never
-/// edited: a change is a new file.
+/// Each step is a SQL file in `Migrations/`, embedded in the binary: `docsync hub init` (an
+/// administrator) applies them, or a device on first use of a database it may set up. Released
+/// steps are never edited: a change is a new file.
 enum Migrations {
   static let steps: [(version: Int, name: String, sql: [UInt8])] = [
     (1, "v0001_accounts_records_blobs", PackageResources.v0001_accounts_records_blobs_sql),
@@ -27,7 +27,7 @@ enum Migrations {
       // A device role may not change a schema an administrator made, and must not.
       throw HubError.invalidLocation(
         "the hub's schema is at step \(found) and this docsync needs step \(steps.last!.version): "
-          + "an administrator upgrades it with Tools/postgres-account")
+          + "an administrator upgrades it with docsync hub init ADMIN-URL")
     }
   }
 

@@ -282,7 +282,7 @@ extension HubError {
   static func noAccount(role: String) -> HubError {
     .invalidLocation(
       "the PostgreSQL role \(role) belongs to no docsync account: an administrator gives it one with "
-        + "Tools/postgres-account postgres://ADMIN@HOST:PORT/DATABASE ACCOUNT \(role)")
+        + "docsync hub add-device ADMIN-URL ACCOUNT \(role)")
   }
 
   /// Sorts a postgres-nio failure into what a caller can do about it, in one line.

@@ -247,7 +247,7 @@ struct PostgresHubTests {
 
   /// A hub made with the schema of step 1, holding a record and a blob, as the code before
   /// step 2 wrote them: a device cannot upgrade it and says who can; once an administrator
-  /// has (Tools/postgres-account), the device reads everything and writes on, and a new device
+  /// has (`docsync hub add-device`), the device reads everything and writes on, and a new device
   /// of the account gets all of it.
   @Test func aHubOfStepOneIsUpgradedByAnAdministratorAndKeepsItsData() async throws {
     let database = try await PostgresTestCluster.createDatabase()
@@ -371,6 +371,73 @@ struct PostgresHubTests {
       location: url.replacingOccurrences(of: "?sslmode=disable", with: "?sslrootcert=\(ca)"))
     try await verified.append([makeRecord("verified")])
     #expect(try await allRecords(verified) == [makeRecord("verified")])
+  }
+
+  /// `docsync hub`: the administrator's commands, as README shows them.
+  @Test func theAdministratorsCommandsEndToEnd() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let admin = try PostgresTestCluster.admin
+    let ca = try #require(PostgresTestCluster.certificateAuthority)
+    let adminURL =
+      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)"
+      + "?sslrootcert=\(ca)"
+    func docsync(_ arguments: [String], password: String? = nil) throws -> (Int32, String, String) {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: try PostgresTestCluster.docsyncBinary())
+      process.arguments = arguments
+      var environment = ProcessInfo.processInfo.environment
+      environment["DOCSYNC_DEVICE_PASSWORD"] = password
+      process.environment = environment
+      let (out, err) = (Pipe(), Pipe())
+      process.standardOutput = out
+      process.standardError = err
+      process.standardInput = FileHandle.nullDevice
+      try process.run()
+      let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      return (process.terminationStatus, stdout, stderr)
+    }
+    let account = PostgresTestCluster.uniqueName("adm")
+    let (laptop, desktop) = (
+      PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
+    )
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 2\n")
+    for role in [laptop, desktop] {
+      let (status, _, stderr) = try docsync(
+        ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")
+      #expect(status == 0, "\(stderr)")
+    }
+    let hub = try PostgresHub(
+      location: "postgres://\(laptop):pw-\(laptop)@\(admin.host):\(admin.port)/\(database)"
+        + "?sslrootcert=\(ca)")
+    try await hub.append([makeRecord("one")])
+    let listed = try docsync(["hub", "accounts", adminURL, "--json"]).1
+    let accounts = try JSONDecoder().decode(
+      [HubAdministration.Account].self, from: Data(listed.utf8))
+    #expect(
+      accounts.filter { $0.name == account }
+        == [
+          HubAdministration.Account(name: account, devices: [desktop, laptop].sorted(), records: 1)
+        ])
+
+    #expect(try docsync(["hub", "remove-device", adminURL, desktop]).0 == 0)
+    let gone = try PostgresHub(
+      location: "postgres://\(desktop):pw-\(desktop)@\(admin.host):\(admin.port)/\(database)"
+        + "?sslrootcert=\(ca)")
+    await #expect(throws: HubError.self) { _ = try await gone.hasBlob(hash: [1]) }
+
+    // Mistakes are one line and change nothing; no password, no terminal: asked for, refused.
+    for (arguments, password) in [
+      (["hub", "add-device", adminURL, "Not-An-Account", "role_x"], "pw"),
+      (["hub", "add-device", adminURL, account, "docsync_account_\(account)"], "pw"),
+      (["hub", "add-device", adminURL, account, "role_x"], nil),
+      (["hub", "remove-device", adminURL, admin.user], nil),
+    ] as [([String], String?)] {
+      let (status, _, stderr) = try docsync(arguments, password: password)
+      #expect(status == 1, "\(arguments): \(stderr)")
+      #expect(stderr.hasPrefix("docsync: ") && stderr.filter { $0 == "\n" }.count == 1, "\(stderr)")
+    }
   }
 
   @Test func badLocationsAreRefusedInOneLine() throws {
