@@ -128,6 +128,7 @@ public final class SyncEngine: @unchecked Sendable {
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
     var records: [VersionRecord] = []
     records.reserveCapacity(snapshot.versions.count)
+    let now = wallMilliseconds()
     for (id, payload) in snapshot.versions {
       guard let digest = Digest256(bytes: id),
         let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
@@ -135,8 +136,18 @@ public final class SyncEngine: @unchecked Sendable {
         logger.error("a stored version record fails its check and is ignored")
         continue
       }
+      // An earlier docsync stored remote records unchecked: one that would trap or misbehave
+      // here is left out at every start, rather than crash every start.
+      if let problem = RecordCheck.structuralProblem(with: record) {
+        logger.error("stored version \(record.id.hex) is ignored: \(problem)")
+        continue
+      }
       records.append(record)
-      author.observe(record)
+      // Nor does a stored time far ahead of the clock drag this device's clock along again.
+      if record.modified.wallMilliseconds <= saturatingSum(now, RecordCheck.maximumLeadMilliseconds)
+      {
+        author.observe(record)
+      }
     }
     known = VersionSet(records)
     state = LibraryState(known)

@@ -39,6 +39,22 @@ struct CommandLineErrorTests {
     }
   }
 
+  /// Other devices refuse records whose device name holds control characters or is too long.
+  @Test(.needs(), arguments: ["two\nlines", String(repeating: "n", count: 256)])
+  func deviceNameThatOtherDevicesWouldRefuse(name: String) throws {
+    try MountFixture.withScratch { m throws in
+      let result = try run(
+        [
+          try MountFixture.docsyncBinary(), "mount", m.mountPoint, "--state", m.state, "--device",
+          name,
+        ],
+        timeout: .seconds(60))
+      #expect(result.status == 2, "\(result)")
+      #expect(result.stderr.contains("--device"), "\(result)")
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
   @Test(.needs())
   func mountPointThatIsAFile() throws {
     try MountFixture.withScratch { m throws in
