@@ -48,7 +48,7 @@ extension SyncEngine {
         if !forced {
           await waitForWork(seen: seen, limit: Self.idleWait, hubCursor: withLock { cursor })
         } else if !clean {
-          try? await Task.sleep(for: .milliseconds(10))
+          await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
       } catch {
         withLock {
@@ -61,7 +61,7 @@ extension SyncEngine {
         }
         retryAt = monotonicMilliseconds() + backoff
         backoff = min(backoff * 2, 10_000)
-        try? await Task.sleep(for: .milliseconds(20))
+        await MonotonicTimer.shared.sleep(for: .milliseconds(20))
       }
     }
   }

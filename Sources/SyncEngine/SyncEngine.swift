@@ -266,7 +266,9 @@ public final class SyncEngine: @unchecked Sendable {
       return syncRequested
     }
     changeLog.wake.signal()
-    let deadline = ContinuousClock.now + timeout
+    // On the monotonic clock, as every wait of the engine: the wall clock may be hours off, and
+    // may be stepped while the sync runs.
+    let deadline = MonotonicTimer.deadline(after: timeout)
     while true {
       if withLock({ syncCompleted >= target }) {
         let stuck = withLock { stalled.compactMap { known[$0]?.path.description }.sorted() }
@@ -280,8 +282,8 @@ public final class SyncEngine: @unchecked Sendable {
       if withLock({ paused }) { throw .paused }
       // Checked after the completion test, so a caller that was not scheduled for a while
       // still sees a sync that finished in time.
-      if ContinuousClock.now >= deadline { break }
-      try? await Task.sleep(for: .milliseconds(10))
+      if MonotonicTimer.now() >= deadline { break }
+      await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }

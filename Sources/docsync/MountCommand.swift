@@ -267,7 +267,7 @@ struct MountCommand: ParsableCommand {
           }
         }
         group.addTask {
-          try? await Task.sleep(for: deadline)
+          await MonotonicTimer.shared.sleep(for: deadline)
           return "hub unreachable: no answer from \(shown) within \(deadline)"
         }
         let first = await group.next() ?? nil
