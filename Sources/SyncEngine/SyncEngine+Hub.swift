@@ -165,7 +165,7 @@ extension SyncEngine {
         outbox.removeAll { sent.contains($0) }
         contentUploaded.subtract(sent)
         uploaded.files += ready.count
-        uploaded.bytes += ready.reduce(0) { $0 + ($1.content.size ?? 0) }
+        uploaded.bytes = ready.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
       }
       logger.info("pushed \(ready.count) version(s)")
       logger.debug(

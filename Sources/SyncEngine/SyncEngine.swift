@@ -318,9 +318,12 @@ public final class SyncEngine: @unchecked Sendable {
       let waiting = outbox.filter { !stalled.contains($0) }.compactMap { known[$0] }
       let sent = waiting.filter { contentUploaded.contains($0.id) }
       upload.doneFiles = uploaded.files + sent.count
-      upload.doneBytes = sent.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
+      // A version may reuse content another device claimed the size of: added without a trap.
+      upload.doneBytes = sent.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
       upload.totalFiles = uploaded.files + waiting.count
-      upload.totalBytes = waiting.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
+      upload.totalBytes = waiting.reduce(uploaded.bytes) {
+        saturatingSum($0, $1.content.size ?? 0)
+      }
       return SyncStatus(
         deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
         state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
