@@ -158,7 +158,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["MountHarness"],
+      dependencies: ["MountHarness", "DocumentModel"],
       swiftSettings: strict
     ),
   ]

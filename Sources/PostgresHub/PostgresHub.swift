@@ -58,7 +58,7 @@ public final class PostgresHub: Hub {
         }
       } catch {}
       changes.signal()
-      try? await Task.sleep(for: .milliseconds(500))
+      await MonotonicTimer.shared.sleep(for: .milliseconds(500))
     }
   }
 
