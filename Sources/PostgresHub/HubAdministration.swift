@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Hub
 import PostgresNIO
@@ -83,9 +84,9 @@ public struct HubAdministration: Sendable {
           + "THEN CREATE ROLE \(accountRole) NOLOGIN; END IF; END $$",
         "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') "
           + "THEN CREATE ROLE \(role) LOGIN; END IF; END $$",
-        // ALTER ROLE takes no parameters; the literal is quoted (standard strings: only ' is
-        // special). The server hashes it with its password_encryption (SCRAM by default).
-        "ALTER ROLE \(role) LOGIN PASSWORD '\(password.replacingOccurrences(of: "'", with: "''"))'",
+        // ALTER ROLE takes no parameters, so the password would travel in the statement's
+        // text, where the server's log may keep it: it goes as a SCRAM verifier instead.
+        "ALTER ROLE \(role) LOGIN PASSWORD '\(Self.passwordLiteral(password))'",
         "GRANT \(accountRole) TO \(role)",
       ] {
         try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Connections.logger)
@@ -129,6 +130,35 @@ public struct HubAdministration: Sendable {
       }
       return result
     }
+  }
+
+  /// What ALTER ROLE is given for `password`, quoted for a standard string (only ' is
+  /// special): a SCRAM-SHA-256 verifier computed here, as libpq's `\password` does, so that
+  /// the server never sees the password. A password outside printable ASCII would need
+  /// SASLprep first, which the server then applies itself: it goes as it is.
+  static func passwordLiteral(_ password: String, salt: [UInt8]? = nil) -> String {
+    guard password.utf8.allSatisfy({ (0x20...0x7e).contains($0) }) else {
+      return password.replacingOccurrences(of: "'", with: "''")
+    }
+    var generator = SystemRandomNumberGenerator()
+    let salt = salt ?? (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    let iterations = 4096
+    let key = SymmetricKey(data: Array(password.utf8))
+    // PBKDF2-HMAC-SHA-256 with one output block (RFC 8018), as RFC 5802 defines SaltedPassword.
+    var block = Array(HMAC<SHA256>.authenticationCode(for: salt + [0, 0, 0, 1], using: key))
+    var salted = block
+    for _ in 1..<iterations {
+      block = Array(HMAC<SHA256>.authenticationCode(for: block, using: key))
+      for index in salted.indices { salted[index] ^= block[index] }
+    }
+    let saltedKey = SymmetricKey(data: salted)
+    let clientKey = Array(
+      HMAC<SHA256>.authenticationCode(for: Array("Client Key".utf8), using: saltedKey))
+    let storedKey = Array(SHA256.hash(data: clientKey))
+    let serverKey = Array(
+      HMAC<SHA256>.authenticationCode(for: Array("Server Key".utf8), using: saltedKey))
+    func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+    return "SCRAM-SHA-256$\(iterations):\(base64(salt))$\(base64(storedKey)):\(base64(serverKey))"
   }
 
   static func accounts(of role: String, _ connection: PostgresConnection) async throws
