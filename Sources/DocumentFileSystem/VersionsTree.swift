@@ -14,6 +14,8 @@ final class VersionsTree: @unchecked Sendable {
   enum Key: Hashable {
     case folder(DocumentPath)
     case version(VersionID)
+    /// `merged<ext>` or `base<ext>` of the document at the path.
+    case view(DocumentPath, isBase: Bool)
   }
 
   /// Virtual inode numbers start here, far above any real one.
@@ -22,6 +24,9 @@ final class VersionsTree: @unchecked Sendable {
   private var inodes: [Key: UInt64] = [.folder(.root): DocumentFileSystem.versionsInode]
   private var keys: [UInt64: Key] = [DocumentFileSystem.versionsInode: .folder(.root)]
   private var records: [UInt64: VersionRecord] = [:]
+  private var views: [DocumentPath: MergeViews] = [:]
+  /// When each cached document's conflict was seen gone (monotonic milliseconds).
+  private var resolvedAt: [DocumentPath: UInt64] = [:]
   private var next = firstInode
 
   init() { pthread_mutex_init(&mutex, nil) }
@@ -51,6 +56,32 @@ final class VersionsTree: @unchecked Sendable {
   func key(_ inode: UInt64) -> Key? { withLock { keys[inode] } }
   func knows(_ key: Key) -> Bool { withLock { inodes[key] != nil } }
   func record(_ inode: UInt64) -> VersionRecord? { withLock { records[inode] } }
+  func cachedViews(_ path: DocumentPath) -> MergeViews? { withLock { views[path] } }
+  func cache(_ made: MergeViews, for path: DocumentPath) {
+    withLock {
+      views[path] = made
+      resolvedAt[path] = nil
+    }
+  }
+
+  /// The document is no longer in conflict: its views linger for a few seconds, so that the
+  /// `rm` of `.versions/<path>/*` or `rm -r`, which may remove the versions first (resolving
+  /// the conflict), still finds `merged` and `base` to remove (which changes nothing).
+  func viewsResolved(at path: DocumentPath, now: UInt64) {
+    withLock {
+      guard views[path] != nil else { return }
+      if let since = resolvedAt[path] {
+        if now > since + Self.lingerMilliseconds {
+          views[path] = nil
+          resolvedAt[path] = nil
+        }
+      } else {
+        resolvedAt[path] = now
+      }
+    }
+  }
+
+  static let lingerMilliseconds: UInt64 = 10_000
 
   /// The entries of the virtual folder for `prefix`: subfolders toward deeper conflicts, and
   /// the versions of the document at `prefix` itself.
@@ -90,6 +121,19 @@ extension DocumentFileSystem {
     switch versions.key(inode) {
     case .folder?:
       return result
+    case .view(let path, let isBase)?:
+      // From the cache only: this runs under the tree lock, where the engine must not be asked.
+      guard let views = versions.cachedViews(path), let bytes = isBase ? views.base : views.merged
+      else { throw .noSuchFileOrDirectory }
+      result.st_mode = UInt32(S_IFREG) | (0o444 & ~creationMask)
+      result.st_nlink = 1
+      result.st_size = bytes.count
+      result.st_blocks = (bytes.count + 511) / 512
+      let time = timespecFrom(nanoseconds: Int64(views.modified.wallMilliseconds) * 1_000_000)
+      result.st_atim = time
+      result.st_mtim = time
+      result.st_ctim = time
+      return result
     case .version?:
       guard let record = versions.record(inode) else { throw .noSuchFileOrDirectory }
       // Versions are immutable: nobody may write them, and those who may read the documents
@@ -125,7 +169,24 @@ extension DocumentFileSystem {
     if listing.folders.contains(name) {
       return try virtualAttributes(versions.inode(for: .folder(prefix.appending(name))))
     }
+    let views = listing.versions.isEmpty ? lingeringViews(at: prefix) : mergeViews(at: prefix)
+    if let views, let view = views.names(for: prefix.name).first(where: { $0.name == name }) {
+      return try virtualAttributes(versions.inode(for: .view(prefix, isBase: view.isBase)))
+    }
     throw .noSuchFileOrDirectory
+  }
+
+  /// The views of a document whose conflict ended a moment ago (see `viewsResolved`).
+  private func lingeringViews(at path: DocumentPath) -> MergeViews? {
+    guard versions.cachedViews(path) != nil else { return nil }
+    versions.viewsResolved(at: path, now: Self.monotonicMilliseconds())
+    return versions.cachedViews(path)
+  }
+
+  static func monotonicMilliseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
   }
 
   func virtualListing(_ inode: UInt64) throws(Errno) -> [(
@@ -151,10 +212,24 @@ extension DocumentFileSystem {
           UInt32(S_IFREG)
         ))
     }
+    if !listing.versions.isEmpty, let views = mergeViews(at: prefix) {
+      for view in views.names(for: prefix.name) {
+        entries.append(
+          (view.name, versions.inode(for: .view(prefix, isBase: view.isBase)), UInt32(S_IFREG)))
+      }
+    }
     return entries
   }
 
   func virtualOpen(_ inode: UInt64, flags: Int32) throws(Errno) -> OpenFile {
+    if case .view(let path, let isBase)? = versions.key(inode) {
+      if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
+      guard let views = mergeViews(at: path), let bytes = isBase ? views.base : views.merged
+      else { throw .noSuchFileOrDirectory }
+      let fd = try unnamedFile(holding: bytes)
+      lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
+      return OpenFile(handle: UInt64(fd), descriptor: fd)
+    }
     guard case .version? = versions.key(inode), let record = versions.record(inode) else {
       throw .isDirectory
     }
@@ -172,6 +247,13 @@ extension DocumentFileSystem {
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
     guard let match = listing.versions.first(where: { $0.name == name }) else {
       if listing.folders.contains(name) { throw .isDirectory }
+      // `rm` of merged or base changes nothing (they go when the conflict does), and lets
+      // `rm -r .versions/<path>` go on to keep the current version.
+      if let views = listing.versions.isEmpty ? lingeringViews(at: prefix) : mergeViews(at: prefix),
+        views.names(for: prefix.name).contains(where: { $0.name == name })
+      {
+        return
+      }
       throw .noSuchFileOrDirectory
     }
     engine?.resolve(.discard(match.record.id))
@@ -205,6 +287,109 @@ extension DocumentFileSystem {
     let destination = lock.withLock { path(parent: newParent, name: newName) }
     guard destination == match.record.path else { throw .improperLink }
     engine?.resolve(.choose(match.record.id))
+  }
+
+  /// The views of the document at `path`, made again when its heads changed; nil when it is
+  /// not in conflict, a head is not text, or some content is not on this device yet.
+  func mergeViews(at path: DocumentPath) -> MergeViews? {
+    guard let engine, let heads = engine.mergeHeads(of: path) else {
+      versions.viewsResolved(at: path, now: Self.monotonicMilliseconds())
+      return nil
+    }
+    if let cached = versions.cachedViews(path), cached.key == heads.key { return cached }
+    func text(_ record: VersionRecord) -> [UInt8]? {
+      guard case .file(_, let size, _) = record.content, size <= ThreeWayMerge.maximumBytes,
+        let file = engine.contentPath(of: record),
+        let bytes = Self.readWhole(file, limit: Int(size)),
+        ThreeWayMerge.isMergeableText(bytes)
+      else { return nil }
+      return bytes
+    }
+    guard let current = text(heads.current) else { return nil }
+    var others: [(VersionRecord, [UInt8])] = []
+    for record in heads.others.sorted(by: {
+      VersionsName.name(for: $0).lexicographicallyPrecedes(VersionsName.name(for: $1))
+    }) {
+      guard let bytes = text(record) else { return nil }
+      others.append((record, bytes))
+    }
+    var base: [UInt8]?
+    if let ancestor = heads.base {
+      if case .file = ancestor.content {
+        guard let bytes = text(ancestor) else { return nil }
+        base = bytes
+      } else {
+        base = []  // the document did not exist there: everything is an addition
+      }
+    }
+    func label(_ record: VersionRecord, _ what: String) -> String {
+      "\(what) (\(record.deviceName), \(Self.isoTime(record.modified.wallMilliseconds)))"
+    }
+    var merged = current
+    var overlaps = 0
+    for (record, bytes) in others {
+      let pairBase = heads.pairBases[record.id]
+      var pairBaseBytes: [UInt8] = []
+      if let pairBase, case .file = pairBase.content {
+        guard let bytes = text(pairBase) else { return nil }
+        pairBaseBytes = bytes
+      }
+      let result = ThreeWayMerge.merge(
+        base: pairBaseBytes, current: merged, other: bytes,
+        overlap: .markers(
+          current: label(heads.current, "current"),
+          base: pairBase.map { label($0, "base") } ?? "base (none in history)",
+          other: label(record, VersionsName.string(for: record))))
+      merged = result.bytes
+      overlaps += result.overlaps
+    }
+    let views = MergeViews(
+      key: heads.key, merged: merged, base: base, overlaps: overlaps,
+      modified: heads.current.modified)
+    versions.cache(views, for: path)
+    return views
+  }
+
+  /// The bytes of the file at `path` when it holds exactly `limit` bytes or fewer.
+  static func readWhole(_ path: String, limit: Int) -> [UInt8]? {
+    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes = [UInt8](repeating: 0, count: limit + 1)
+    var done = 0
+    while done <= limit {
+      let n = bytes.withUnsafeMutableBytes {
+        Glibc.read(fd, $0.baseAddress! + done, limit + 1 - done)
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { break }
+      done += n
+    }
+    guard done <= limit else { return nil }
+    return Array(bytes[..<done])
+  }
+
+  /// An unnamed file in the state folder that holds `bytes`, read as a working file is, and
+  /// gone at close. (memfd_create would keep it off the disk, but Swift does not see it without
+  /// _GNU_SOURCE; the state folder is private, as the content is.)
+  func unnamedFile(holding bytes: [UInt8]) throws(Errno) -> Int32 {
+    var template = Array("\(store.directory)/view-XXXXXX".utf8CString)
+    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+    guard fd >= 0 else { throw Errno(rawValue: errno) }
+    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    template.withUnsafeBufferPointer { _ = Glibc.unlink($0.baseAddress!) }
+    var done = 0
+    while done < bytes.count {
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
+      if n < 0 && errno == EINTR { continue }
+      guard n > 0 else {
+        let failure = Errno(rawValue: errno)
+        close(fd)
+        throw failure
+      }
+      done += n
+    }
+    return fd
   }
 
   func virtualExtendedAttributes(_ inode: UInt64) -> [[UInt8]: [UInt8]] {

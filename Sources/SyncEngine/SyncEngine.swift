@@ -348,6 +348,22 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
+  /// The heads of the document at `path` and their nearest common ancestor, when it is in
+  /// conflict.
+  public func mergeHeads(of path: DocumentPath) -> MergeHeads? {
+    withLock {
+      guard case .document(let current)? = state.entries[path],
+        let others = state.conflicts[path], !others.isEmpty
+      else { return nil }
+      let base = known.nearestCommonAncestor(of: [current.id] + others.map(\.id))
+      var pairBases: [VersionID: VersionRecord] = [:]
+      for other in others {
+        pairBases[other.id] = known.nearestCommonAncestor(of: [current.id, other.id])
+      }
+      return MergeHeads(current: current, others: others, base: base, pairBases: pairBases)
+    }
+  }
+
   /// The local file that holds a version's content, if it is here.
   public func contentPath(of record: VersionRecord) -> String? {
     guard let hash = record.content.blobHash, blobs.contains(hash) else { return nil }
