@@ -180,7 +180,7 @@ extension DocumentFileSystem: LocalTree {
           if let existing, existing.isDirectory { return .applied(.directory) }
           let folder = try folderForSync(path.parent)
           if let existing { try removeForSync(existing, at: path) }
-          let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | 0o755, caller: owner)
+          let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | folderMode, caller: owner)
           try insertForSync(record, name: path.name, in: folder)
           return .applied(.directory)
         case .symlink(_, let target, let modificationTime):
@@ -210,7 +210,7 @@ extension DocumentFileSystem: LocalTree {
             // A new file's working file gets its content before the file gets its name, so
             // a crash leaves no named file half written, and no empty working file is made
             // only to be replaced (ext4 then steps over every recently deleted inode).
-            let record = newRecord(in: folder, mode: UInt32(S_IFREG) | 0o644, caller: owner)
+            let record = newRecord(in: folder, mode: UInt32(S_IFREG) | fileMode, caller: owner)
             guard let fd = try createWorkingFile(record.inode, flags: 0) else { throw .ioError }
             do throws(Errno) {
               defer { close(fd) }
@@ -265,7 +265,7 @@ extension DocumentFileSystem: LocalTree {
         if child.isRegular || child.isSymlink { throw .notDirectory }
         try removeForSync(child, at: walked)
       }
-      let record = newRecord(in: current, mode: UInt32(S_IFDIR) | 0o755, caller: owner)
+      let record = newRecord(in: current, mode: UInt32(S_IFDIR) | folderMode, caller: owner)
       current = try insertForSync(record, name: component, in: current)
     }
     return current

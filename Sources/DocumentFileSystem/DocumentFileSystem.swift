@@ -99,12 +99,19 @@ public final class DocumentFileSystem: @unchecked Sendable {
   var flushedHandles: Set<UInt64> = []
   var directoryHandles: [UInt64: DirectoryHandle] = [:]
   var nextDirectoryHandle: UInt64 = 1
+  /// The permission bits that what docsync makes by itself leaves out (the mount's umask): the
+  /// root, files and folders that arrive from other devices, and the `.versions` tree.
+  public let creationMask: UInt32
 
-  /// Loads the tree of `store`, creating an empty root owned by `owner` on first use.
-  public init(store: LocalStore, engine: SyncEngine? = nil, owner: Caller = .current) throws(Errno)
-  {
+  /// Loads the tree of `store`, creating an empty root owned by `owner` on first use;
+  /// `creationMask` defaults to this process's umask.
+  public init(
+    store: LocalStore, engine: SyncEngine? = nil, owner: Caller = .current,
+    creationMask: UInt32? = nil
+  ) throws(Errno) {
     self.store = store
     self.engine = engine
+    self.creationMask = (creationMask ?? Self.processUmask()) & 0o777
     let snapshot: Snapshot
     do {
       snapshot = try store.load()
@@ -119,7 +126,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if nodes[Self.rootInode] == nil {
       let now = currentTime()
       let root = InodeRecord(
-        inode: Self.rootInode, mode: UInt32(S_IFDIR) | 0o755, uid: owner.uid, gid: owner.gid,
+        inode: Self.rootInode, mode: UInt32(S_IFDIR) | folderMode, uid: owner.uid,
+        gid: owner.gid,
         rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
       try persist([.putInode(root), .setNextInode(nextInode)])
       nodes[Self.rootInode] = Node(record: root)
@@ -154,6 +162,35 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   // MARK: - Helpers shared by the operation files
+
+  /// The mode of a folder that docsync makes by itself.
+  var folderMode: UInt32 { 0o777 & ~creationMask }
+  /// The mode of a file that docsync makes by itself, before its executable bit.
+  var fileMode: UInt32 { 0o666 & ~creationMask }
+
+  /// This process's umask, read from /proc so that it is never changed, not even for a
+  /// moment while other threads create files (`umask(2)` can only be read by setting it).
+  static func processUmask() -> UInt32 {
+    let fd = Glibc.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+    if fd >= 0 {
+      defer { close(fd) }
+      var bytes: [UInt8] = []
+      var buffer = [UInt8](repeating: 0, count: 4096)
+      while true {
+        let n = Glibc.read(fd, &buffer, buffer.count)
+        if n <= 0 { break }
+        bytes += buffer[0..<n]
+      }
+      let text = String(decoding: bytes, as: UTF8.self)
+      for line in text.split(separator: "\n") where line.hasPrefix("Umask:") {
+        let digits = line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }
+        if let mask = UInt32(digits, radix: 8) { return mask }
+      }
+    }
+    let mask = umask(0o022)
+    umask(mask)
+    return UInt32(mask)
+  }
 
   func persist(_ changes: [Change]) throws(Errno) {
     do {
@@ -276,7 +313,10 @@ public final class DocumentFileSystem: @unchecked Sendable {
     let root = nodes[Self.rootInode]!
     var result = stat()
     result.st_ino = UInt(Self.versionsInode)
-    result.st_mode = UInt32(S_IFDIR) | 0o555
+    // The owner may write the folders of `.versions`, so that `rm`, `rm -r` and `mv` out
+    // pass the kernel's permission checks (default_permissions) and a file manager offers
+    // them; creating, renaming within and writing are refused by the operations themselves.
+    result.st_mode = UInt32(S_IFDIR) | folderMode
     result.st_nlink = 2
     result.st_uid = root.uid
     result.st_gid = root.gid
@@ -416,7 +456,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
       if Self.isVirtual(inode) {
         let attributes = try virtualAttributes(inode)
         (mode, uid, gid) = (attributes.st_mode, attributes.st_uid, attributes.st_gid)
-        if mask & W_OK != 0 { throw .readOnlyFileSystem }
+        let isFolder = mode & UInt32(S_IFMT) == UInt32(S_IFDIR)
+        if mask & W_OK != 0 && !isFolder { throw .readOnlyFileSystem }
       } else {
         let node = try node(inode)
         (mode, uid, gid) = (node.mode, node.uid, node.gid)

@@ -92,7 +92,9 @@ extension DocumentFileSystem {
       return result
     case .version?:
       guard let record = versions.record(inode) else { throw .noSuchFileOrDirectory }
-      result.st_mode = UInt32(S_IFREG) | 0o444
+      // Versions are immutable: nobody may write them, and those who may read the documents
+      // docsync makes may read them.
+      result.st_mode = UInt32(S_IFREG) | (0o444 & ~creationMask)
       result.st_nlink = 1
       var size: UInt64 = 0
       switch record.content {

@@ -54,12 +54,7 @@ public final class SQLiteHub: Hub {
           "\(absolute) cannot be read and written: \(String(cString: strerror(errno)))")
       }
     } else {
-      let parent = (absolute as NSString).deletingLastPathComponent
-      do {
-        try files.createDirectory(atPath: parent, withIntermediateDirectories: true)
-      } catch {
-        throw .invalidLocation("cannot create the folder \(parent) for the hub: \(error)")
-      }
+      try Self.createPrivately(absolute)
     }
 
     var configuration = Configuration()
@@ -87,6 +82,32 @@ public final class SQLiteHub: Hub {
     watcher = FileChangeWatcher(
       directory: (file as NSString).deletingLastPathComponent,
       names: [name, name + "-wal", name + "-journal"], signal: changes)
+  }
+
+  /// Makes the hub file, empty, readable and writable by its owner only, and the folders
+  /// above it that are missing, private too: the hub holds every document's content. SQLite
+  /// gives its journal files the database file's mode.
+  static func createPrivately(_ path: String) throws(HubError) {
+    var folder = ""
+    for component in (path as NSString).deletingLastPathComponent.split(separator: "/") {
+      folder += "/" + component
+      if mkdir(folder, 0o700) != 0 {
+        var info = stat()
+        let problem =
+          errno != EEXIST
+          ? String(cString: strerror(errno))
+          : stat(folder, &info) == 0 && info.st_mode & S_IFMT != S_IFDIR
+            ? "it is not a folder" : nil
+        if let problem {
+          throw .invalidLocation("cannot create the folder \(folder) for the hub: \(problem)")
+        }
+      }
+    }
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    if fd < 0 && errno != EEXIST {
+      throw .invalidLocation("cannot create the hub \(path): \(String(cString: strerror(errno)))")
+    }
+    if fd >= 0 { close(fd) }
   }
 
   /// Where a user's hub lives when none is named: `$XDG_DATA_HOME/docsync/hub.sqlite`, by default

@@ -30,7 +30,9 @@ public final class PostgresHub: Hub {
   public init(location: String) throws(HubError) {
     self.location = try PostgresLocation(parsing: location)
     configuration = try self.location.connectionConfiguration()
-    connections = Connections(configuration: configuration, description: self.location.description)
+    connections = Connections(
+      configuration: configuration, description: self.location.description,
+      role: self.location.user)
     listener = Task { [connections, changes] in
       await Self.listen(connections: connections, changes: changes)
     }
@@ -62,12 +64,17 @@ public final class PostgresHub: Hub {
 
   /// The notification channel of the connected role's account: the account role's name.
   static func accountChannel(_ connection: PostgresConnection) async throws -> String {
+    guard let account = try await account(connection) else { throw HubError.noAccount }
+    return account
+  }
+
+  /// The account of the connected role, nil when it belongs to none.
+  static func account(_ connection: PostgresConnection) async throws -> String? {
     let rows = try await connection.query(
       "SELECT docsync.current_account()::text", logger: Connections.logger)
-    for try await account in rows.decode(String?.self) {
-      if let account { return account }
-    }
-    throw HubError.noAccount
+    var found: String?
+    for try await account in rows.decode(String?.self) { found = found ?? account }
+    return found
   }
 
   func withConnection<T: Sendable>(
@@ -119,14 +126,20 @@ actor Connections {
 
   let configuration: PostgresConnection.Configuration
   let description: String
+  /// The login role, named in the error when it belongs to no account.
+  let role: String
   private var idle: [PostgresConnection] = []
   private var migrated = false
+  /// Whether the role was seen to belong to an account. Without one, reading finds nothing
+  /// and every write breaks a row-level security policy; a first mount must say why instead.
+  private var hasAccount = false
   private var nextID = 0
   private var closed = false
 
-  init(configuration: PostgresConnection.Configuration, description: String) {
+  init(configuration: PostgresConnection.Configuration, description: String, role: String) {
     self.configuration = configuration
     self.description = description
+    self.role = role
   }
 
   func take() async throws(HubError) -> PostgresConnection {
@@ -142,6 +155,20 @@ actor Connections {
         throw HubError(postgres: error, location: description)
       }
       migrated = true
+    }
+    if !hasAccount {
+      let account: String?
+      do {
+        account = try await PostgresHub.account(connection)
+      } catch {
+        try? await connection.close()
+        throw HubError(postgres: error, location: description)
+      }
+      guard account != nil else {
+        try? await connection.close()
+        throw HubError.noAccount(role: role)
+      }
+      hasAccount = true
     }
     return connection
   }
@@ -178,8 +205,14 @@ actor Connections {
 }
 
 extension HubError {
-  static let noAccount = HubError.invalidLocation(
-    "the role belongs to no docsync account; an administrator adds it with Tools/postgres-account")
+  static let noAccount = HubError.invalidLocation("the role belongs to no docsync account")
+
+  /// `role` has no account: what an administrator runs to give it one.
+  static func noAccount(role: String) -> HubError {
+    .invalidLocation(
+      "the PostgreSQL role \(role) belongs to no docsync account: an administrator gives it one with "
+        + "Tools/postgres-account postgres://ADMIN@HOST:PORT/DATABASE ACCOUNT \(role)")
+  }
 
   /// Sorts a postgres-nio failure into what a caller can do about it, in one line.
   init(postgres error: any Error, location: String) {

@@ -61,6 +61,7 @@ struct MountCommand: ParsableCommand {
     let target = try checkedMountPoint()
     let stateFolder = try preparedStateFolder(for: target)
     try checkFuseDevice()
+    if !daemon { try checkFuseHelper() }
     if foreground || daemon {
       try serve(mountPoint: target, state: stateFolder)
     } else {
@@ -148,10 +149,72 @@ struct MountCommand: ParsableCommand {
   func checkFuseDevice() throws {
     // DOCSYNC_FUSE_DEVICE lets tests check this message without removing /dev/fuse.
     let device = getenv("DOCSYNC_FUSE_DEVICE").map { String(cString: $0) } ?? "/dev/fuse"
-    guard access(device, R_OK | W_OK) == 0 else {
+    var info = stat()
+    guard stat(device, &info) == 0 else {
       throw CommandFailure(
-        "\(device) is missing or not usable (\(errorText(errno))): install fuse3 and load the fuse module"
+        "\(device) is missing (\(errorText(errno))): install fuse3 and load the fuse module (modprobe fuse)"
       )
+    }
+    guard access(device, R_OK | W_OK) == 0 else {
+      let reason = errorText(errno)
+      let mode = String(format: "%04o", info.st_mode & 0o7777)
+      let owner =
+        getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "\(info.st_uid)"
+      throw CommandFailure(
+        "\(device) is mode \(mode), owned by \(owner), and this user cannot open it (\(reason)): "
+          + "an administrator makes it usable with chmod 0666 \(device), as Debian's udev rules do"
+      )
+    }
+  }
+
+  /// An ordinary user mounts through the set-user-id helper `fusermount3`, which fuse3
+  /// installs; `--allow-other` needs the administrator's leave in /etc/fuse.conf.
+  func checkFuseHelper() throws {
+    guard geteuid() != 0 else { return }
+    let candidates: [String] = ["/usr/bin/fusermount3", "/bin/fusermount3"]
+    let helper = candidates.first { access($0, X_OK) == 0 }
+    guard let helper else {
+      throw CommandFailure(
+        "fusermount3 is missing: an ordinary user mounts through it; install fuse3")
+    }
+    var info = stat()
+    if stat(helper, &info) == 0 && (info.st_mode & S_ISUID == 0 || info.st_uid != 0) {
+      throw CommandFailure(
+        "\(helper) is not set-user-id root, so it cannot mount for an ordinary user: reinstall fuse3"
+      )
+    }
+    if allowOther && !Self.fuseConfigAllowsOther() {
+      throw CommandFailure(
+        "--allow-other needs the line user_allow_other in /etc/fuse.conf, which only an administrator can add"
+      )
+    }
+  }
+
+  /// Whether /etc/fuse.conf has an uncommented `user_allow_other`.
+  static func fuseConfigAllowsOther(path: String = "/etc/fuse.conf") -> Bool {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return false }
+    return text.split(separator: "\n").contains {
+      $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first?
+        .trimmingCharacters(in: .whitespaces) == "user_allow_other"
+    }
+  }
+
+  /// Says once, at mount, when the hub file or the state folder (which hold every document's
+  /// content) can be read by other users of this machine. docsync makes both private; these
+  /// were made or changed by someone else.
+  func warnIfShared(stateFolder: String) {
+    var places = [(stateFolder, "state folder")]
+    let hubLocation = hub ?? SQLiteHub.defaultLocation()
+    if !hubLocation.contains("://") {
+      places.append((URL(fileURLWithPath: hubLocation).standardizedFileURL.path, "hub"))
+    }
+    for (path, what) in places {
+      var info = stat()
+      guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
+      let mode = String(format: "%04o", info.st_mode & 0o7777)
+      writeText(
+        "docsync: warning: the \(what) \(path) is mode \(mode): other users of this machine "
+          + "may read its documents (chmod go-rwx \(path) makes it private)\n", to: 2)
     }
   }
 
@@ -221,6 +284,9 @@ struct MountCommand: ParsableCommand {
     engine.start(tree: fileSystem)
     let pidFile = folder + "/docsync.pid"
     writeFile(pidFile, "\(getpid())\n")
+    // Once mounted, so that a mount that fails says only why; the parent of a daemon passes
+    // warnings on when the mount is ready.
+    warnIfShared(stateFolder: folder)
     writeText("ready \(target)\n", to: 1)
     if daemon { redirectOutput(to: folder + "/docsync.log") }
     let end: SessionEnd

@@ -18,8 +18,9 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
   let me = Caller(uid: 1000, gid: 1000)
   let root = DocumentFileSystem.rootInode
 
-  func open() throws -> DocumentFileSystem {
-    try DocumentFileSystem(store: LocalStore(directory: folder), owner: me)
+  func open(creationMask: UInt32 = 0o022) throws -> DocumentFileSystem {
+    try DocumentFileSystem(
+      store: LocalStore(directory: folder), owner: me, creationMask: creationMask)
   }
 
   @Test func treeAndInodeNumbersSurviveReopening() throws {
@@ -98,7 +99,10 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     let fs = try open()
     let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName)
     #expect(UInt64(versions.st_ino) == DocumentFileSystem.versionsInode)
-    #expect(versions.st_mode == UInt32(S_IFDIR) | 0o555)
+    // Writable by its owner so that the kernel lets `rm` and `mv` out of it; the operations
+    // themselves refuse everything else.
+    #expect(versions.st_mode == UInt32(S_IFDIR) | 0o755)
+    #expect(versions.st_uid == me.uid)
     #expect(throws: Errno.fileExists) {
       try fs.makeDirectory(
         parent: root, name: DocumentFileSystem.versionsName, mode: 0o755, caller: me)
@@ -134,6 +138,19 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     #expect(listing(fs, root).contains(DocumentFileSystem.versionsName))
     #expect(listing(fs, DocumentFileSystem.versionsInode) == [bytes("."), bytes("..")])
+  }
+
+  @Test func whatDocsyncMakesFollowsTheMountsUmask() throws {
+    let fs = try open(creationMask: 0o077)
+    #expect(try fs.attributes(inode: root).st_mode == UInt32(S_IFDIR) | 0o700)
+    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName)
+    #expect(versions.st_mode == UInt32(S_IFDIR) | 0o700)
+    // The owner may remove entries of `.versions` (write on the folder) but write nothing in it.
+    try fs.access(inode: DocumentFileSystem.versionsInode, mask: W_OK | X_OK, caller: me)
+    let stranger = Caller(uid: 2000, gid: 2000)
+    #expect(throws: Errno.permissionDenied) {
+      try fs.access(inode: DocumentFileSystem.versionsInode, mask: R_OK, caller: stranger)
+    }
   }
 
   @Test func readdirplusCountsALookupOnlyForEntriesTheKernelTook() throws {

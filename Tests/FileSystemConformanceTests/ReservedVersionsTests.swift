@@ -4,14 +4,14 @@ import SystemPackage
 import Testing
 
 /// The `.docsyncRoot` checks against a plain folder that plays docsync's part for
-/// `.versions` (a read-only directory at the root): proves that those checks pass on a
+/// `.versions` (a directory at the root that only its owner may write, and refuses changes): proves that those checks pass on a
 /// subject that behaves as DESIGN.md §1 says, and fail on one that does not.
 @Suite("docsync root checks on a stand-in for docsync's .versions")
 struct ReservedVersionsTests {
   static let subject: ReservedVersions = {
     let root = PlainFolder.make()
     let base = PosixSubject(root: root)
-    try! base.makeDirectory(".versions", mode: 0o555)
+    try! base.makeDirectory(".versions", mode: 0o755)
     return ReservedVersions(base: base)
   }()
 
@@ -20,12 +20,13 @@ struct ReservedVersionsTests {
     try ConformanceSuite.run(check, on: Self.subject)
   }
 
-  @Test("the .versions checks fail on a plain folder that has a writable .versions")
+  @Test("the .versions checks fail on a plain folder whose .versions anyone may write")
   func plainVersionsFolderFails() throws {
     let root = PlainFolder.make()
     let plain = PosixSubject(
       root: root, capabilities: PosixSubject.defaultCapabilities.union(.docsyncRoot))
-    try plain.makeDirectory(".versions", mode: 0o755)
+    try plain.makeDirectory(".versions", mode: 0o777)
+    try plain.setMode(".versions", 0o777)  // past the umask
     // Creating over an existing `.versions` gives EEXIST on any file system: through a mount
     // the kernel answers it from lookup alone, so that check cannot tell the two apart.
     let telling = ConformanceSuite.checks.filter {

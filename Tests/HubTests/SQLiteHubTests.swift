@@ -84,6 +84,11 @@ struct SQLiteHubWatchTests {
   }
 }
 
+func mode(of path: String) throws -> Int {
+  let attributes = try FileManager.default.attributesOfItem(atPath: path)
+  return (attributes[.posixPermissions] as? Int ?? -1) & 0o777
+}
+
 @Suite("Hub locations")
 struct HubLocationTests {
   @Test func aFilePathOpensTheSQLiteHubCreatingItsFolders() async throws {
@@ -92,7 +97,15 @@ struct HubLocationTests {
     let hub = try openHub(location: path)
     #expect(hub is SQLiteHub)
     #expect(FileManager.default.fileExists(atPath: path))
+    // The hub holds every document's content: private to its owner, and so are the folders
+    // docsync made for it.
+    #expect(try mode(of: path) == 0o600)
+    #expect(try mode(of: folder.path + "/deeper") == 0o700)
+    #expect(try mode(of: folder.path + "/deeper/still") == 0o700)
     try await hub.append([makeRecord("a")])
+    for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+      #expect(try mode(of: path + suffix) == 0o600)
+    }
     #expect(try await allRecords(openHub(location: path)) == [makeRecord("a")])
   }
 

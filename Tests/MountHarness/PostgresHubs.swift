@@ -97,6 +97,38 @@ public enum TestPostgres {
   }
 }
 
+extension TestPostgres {
+  /// A fresh database with the hub's schema and one account, and a login role that belongs to
+  /// no account: the device hub URL of that role, the variables that carry its password, and
+  /// what drops the database and the role afterwards.
+  public static func newRoleWithoutAccount() throws -> (
+    url: String, environment: [String: String], cleanup: () -> Void
+  ) {
+    let (accountURL, _, dropDatabase) = try newAccount()
+    guard let adminURL, var components = URLComponents(string: accountURL) else {
+      throw RunError(description: "DOCSYNC_TEST_POSTGRES is not set")
+    }
+    let role = uniqueName("stray")
+    let password = uniqueName("pw")
+    try check(
+      [
+        "psql", adminURL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c",
+        "CREATE ROLE \(role) LOGIN PASSWORD '\(password)'",
+      ], timeout: .seconds(60))
+    components.user = role
+    guard let url = components.string else { throw RunError(description: "bad URL") }
+    return (
+      url, ["PGPASSWORD": password],
+      {
+        dropDatabase()
+        _ = try? run(
+          ["psql", adminURL, "-X", "-q", "-c", "DROP ROLE IF EXISTS \(role)"],
+          timeout: .seconds(60))
+      }
+    )
+  }
+}
+
 extension Trait where Self == ConditionTrait {
   /// Skips the test locally when no PostgreSQL cluster is given; never under CI.
   public static var postgresHub: Self {

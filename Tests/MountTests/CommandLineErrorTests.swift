@@ -218,6 +218,38 @@ struct CommandLineErrorTests {
     }
   }
 
+  /// A role the administrator forgot to put in an account could read nothing and write
+  /// nothing (row-level security): the first mount says so, and how to fix it.
+  @Test(.needs("psql"), .postgresHub)
+  func postgresRoleWithoutAnAccount() throws {
+    let (hub, environment, cleanup) = try TestPostgres.newRoleWithoutAccount()
+    defer { cleanup() }
+    try MountFixture.withScratch { m throws in
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state, "--hub", hub],
+        keywords: ["belongs to no docsync account"], env: environment)
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+      #expect(!FileManager.default.fileExists(atPath: m.state + "/hub"))
+    }
+  }
+
+  /// An ordinary user who cannot open /dev/fuse learns its mode and the fix. Root opens any
+  /// device whatever its mode, so this holds only for the ordinary user Tools/test runs the
+  /// mount tests as.
+  @Test(.needs())
+  func fuseDeviceThisUserCannotOpen() throws {
+    try #require(getuid() != 0, "run the mount tests as an ordinary user (Tools/test does)")
+    try MountFixture.withScratch { m throws in
+      let device = m.scratch("fuse")
+      try write(device, "")
+      chmod(device, 0o000)
+      try expectError(
+        ["mount", m.mountPoint, "--state", m.state], keywords: ["is mode 0000, owned by"],
+        env: ["DOCSYNC_FUSE_DEVICE": device])
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
   @Test(.needs())
   func commandsToAMountWhoseProcessDied() throws {
     try MountFixture.withMount { m throws in
