@@ -80,6 +80,35 @@ struct ResolutionByTheOwnerTests {
     }
   }
 
+  /// `ls -l`, `rm -i` and file managers judge by the modes and by access(2): the owner may
+  /// change the folders of `.versions` (remove from them), never the versions themselves.
+  @Test("access(2) and the modes in .versions say what the owner may do", .asOrdinaryUser)
+  func accessShowsWhatTheOwnerMayDo() throws {
+    try #require(!TestEnvironment.isRoot, "root skips the permission checks this is about")
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try makeConflicts(library, a, b, paths: ["notes/plan.md"])
+      let name = try #require(try versionNames(a, of: "notes/plan.md").first)
+      let version = a.path(".versions/notes/plan.md/\(name)")
+      for folder in [".versions", ".versions/notes", ".versions/notes/plan.md"] {
+        var info = stat()
+        #expect(stat(a.path(folder), &info) == 0)
+        #expect(info.st_uid == getuid(), "\(folder) belongs to uid \(info.st_uid)")
+        #expect(info.st_mode & 0o300 == 0o300, "\(folder) is \(String(info.st_mode, radix: 8))")
+        #expect(access(a.path(folder), W_OK | X_OK) == 0, "\(folder): \(errnoText(errno))")
+      }
+      var info = stat()
+      #expect(stat(version, &info) == 0)
+      #expect(info.st_uid == getuid())
+      #expect(info.st_mode & 0o222 == 0, "the version is \(String(info.st_mode, radix: 8))")
+      #expect(access(version, R_OK) == 0, "\(errnoText(errno))")
+      let writable = access(version, W_OK)
+      let error = errno
+      #expect(writable != 0 && [EROFS, EACCES].contains(error), "access W_OK: \(errnoText(error))")
+    }
+  }
+
   /// Each change a program might try inside `.versions`, and the errors that may refuse it.
   @Test(
     "Inside .versions, writes, creates, renames, chmod and setxattr are refused",
