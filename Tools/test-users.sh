@@ -73,6 +73,30 @@ restore_fuse_settings() {
   fi
 }
 
+# Folders on the way to the build that the test user may not enter, with their modes before.
+search_opened=()
+
+# Gives o+x to each folder from / down to $1 that the test user cannot enter.
+open_search_path() {
+  local folder="" part
+  local -a parts
+  IFS=/ read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    [[ -n $part ]] || continue
+    folder+="/$part"
+    if ! as_test_user test -x "$folder"; then
+      search_opened+=("$(stat -c %a "$folder") $folder")
+      chmod o+x "$folder"
+    fi
+  done
+}
+
+restore_search_permissions() {
+  local entry
+  for entry in "${search_opened[@]}"; do chmod "${entry%% *}" "${entry#* }" || true; done
+  search_opened=()
+}
+
 # runuser keeps the environment but for HOME, SHELL, USER and LOGNAME (set to the user's), so
 # the cluster's variables and DOCSYNC_BIN reach the tests; TMPDIR would point at root's.
 as_test_user() {
