@@ -53,8 +53,9 @@ setup_test_users() {
   fi
 
   # Every test run (root's and the user's) makes its folders here, as in /tmp.
-  install -d -m 1777 /var/tmp/docsync-tests
-  chmod 1777 /var/tmp/docsync-tests
+  local root=${DOCSYNC_TESTS_ROOT:-/var/tmp/docsync-tests}
+  install -d -m 1777 "$root"
+  chmod 1777 "$root"
 }
 
 restore_fuse_settings() {

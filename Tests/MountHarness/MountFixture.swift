@@ -12,7 +12,11 @@ import Testing
 /// from its own process can deadlock (see STYLE.md, gocryptfs and rclone).
 public final class MountFixture {
   /// Not /tmp: vim skips backups under /tmp, and the vim test wants the real save path.
-  public static let testsRoot = "/var/tmp/docsync-tests"
+  /// Where every mount test makes its folders; `DOCSYNC_TESTS_ROOT` lets two runs on one
+  /// machine stay out of each other's way (Tools/test unmounts what it finds under its own).
+  public static let testsRoot =
+    TestEnvironment.variables["DOCSYNC_TESTS_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+    ?? "/var/tmp/docsync-tests"
 
   /// `<testsRoot>/<pid>-<random>`: the pid tells a later run whether this folder is stale.
   public let base: String
