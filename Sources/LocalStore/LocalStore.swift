@@ -19,7 +19,7 @@ public final class LocalStore: @unchecked Sendable {
   public init(directory: String) throws(LocalStoreError) {
     self.directory = directory
     let filesPath = directory + "/files"
-    for path in [directory, filesPath] {
+    for path in [directory, filesPath, filesPath + "/" + Self.incomingFolder] {
       if mkdir(path, 0o700) != 0 && errno != EEXIST {
         throw .unusable(path, String(cString: strerror(errno)))
       }
@@ -62,7 +62,7 @@ public final class LocalStore: @unchecked Sendable {
     shardName(inode) + "/" + String(inode)
   }
 
-  private static func shardName(_ inode: UInt64) -> String {
+  static func shardName(_ inode: UInt64) -> String {
     let digits = Array("0123456789abcdef")
     return String([digits[Int((inode >> 4) & 0xf)], digits[Int(inode & 0xf)]])
   }
@@ -112,6 +112,16 @@ public final class LocalStore: @unchecked Sendable {
             ctime INTEGER NOT NULL
           ) WITHOUT ROWID;
           CREATE TABLE sync_meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+          """)
+    }
+    migrator.registerMigration("v3: remote changes being applied") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE applying (
+            path BLOB PRIMARY KEY,
+            id BLOB NOT NULL,
+            hash BLOB NOT NULL
+          ) WITHOUT ROWID;
           """)
     }
     return migrator

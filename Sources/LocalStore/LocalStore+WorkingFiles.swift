@@ -1,0 +1,59 @@
+import Glibc
+
+extension LocalStore {
+  /// The folder, under `workingFiles`, of working files on their way into the tree: content
+  /// is written and fsynced there, outside every lock, and only renamed into place under one.
+  public static let incomingFolder = "incoming"
+
+  /// A new, empty working file under ``incomingFolder``, open for writing: its name relative
+  /// to `workingFiles` and its descriptor.
+  public func createIncomingFile() -> (name: String, descriptor: Int32)? {
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<8 {
+      let name = Self.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
+      let fd = openat(workingFiles, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      if fd >= 0 { return (name, fd) }
+      if errno != EEXIST { return nil }
+    }
+    return nil
+  }
+
+  /// Removes a working file that did not make it into the tree.
+  public func removeIncomingFile(_ name: String) {
+    _ = unlinkat(workingFiles, name, 0)
+  }
+
+  /// Makes the renames into and out of the folders that hold `names` (paths relative to
+  /// `workingFiles`) durable: a rename is only in the folder until the folder is fsynced, and
+  /// a power cut before that brings the old content back.
+  public func syncFolders(of names: some Sequence<String>) {
+    var folders: Set<String> = []
+    for name in names {
+      if let slash = name.lastIndex(of: "/") { folders.insert(String(name[..<slash])) }
+    }
+    for folder in folders.sorted() {
+      let fd = openat(workingFiles, folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard fd >= 0 else { continue }
+      _ = fsync(fd)
+      close(fd)
+    }
+  }
+
+  /// Removes what an earlier run left on its way in: every file in ``incomingFolder``, and
+  /// the `<inode>.sync` copies that earlier versions made beside a working file.
+  public func removeIncomingLeftovers() {
+    var folders = [Self.incomingFolder]
+    for shard in 0..<256 { folders.append(Self.shardName(UInt64(shard))) }
+    for folder in folders {
+      let fd = openat(workingFiles, folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard fd >= 0, let dir = fdopendir(fd) else { continue }
+      defer { closedir(dir) }
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+        }
+        if name.hasSuffix(".sync") { _ = unlinkat(fd, name, 0) }
+      }
+    }
+  }
+}
