@@ -192,17 +192,23 @@ public final class SyncEngine: @unchecked Sendable {
 
   // MARK: - Life cycle
 
-  /// Connects the engine to the tree it keeps in sync, notes what changed while the mount was
-  /// down, and starts the background loop.
+  /// Connects the engine to the tree it keeps in sync and starts the background loop, which
+  /// first settles what the last run left unfinished and notes what changed while the mount
+  /// was down.
   public func start(tree: any LocalTree) {
-    withLock { self.tree = tree }
-    let wentBack = settleAfterRestart(tree, intents: intents)
-    intents = []
-    withLock {
-      noteOfflineChanges(tree, except: wentBack)
+    let intents = withLock {
+      self.tree = tree
       running = true
+      defer { self.intents = [] }
+      return self.intents
     }
-    loop = Task(executorPreference: executor) { [self] in await run() }
+    // In the loop, not here: settling hashes files, and the mount is ready (and its log
+    // open) before that ends.
+    loop = Task(executorPreference: executor) { [self] in
+      let wentBack = settleAfterRestart(tree, intents: intents)
+      withLock { noteOfflineChanges(tree, except: wentBack) }
+      await run()
+    }
   }
 
   /// Stops the loop and records what is still pending locally (it goes out at the next mount).
