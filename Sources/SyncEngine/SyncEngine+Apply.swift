@@ -120,7 +120,10 @@ extension SyncEngine {
       if !keep { store.removeIncomingFile(incoming) }
     }
     let source = open(blobs.path(item.hash), O_RDONLY | O_CLOEXEC)
-    guard source >= 0 else { return nil }
+    guard source >= 0 else {
+      withLock { noteMissing(item.hash) }
+      return nil
+    }
     defer { close(source) }
     var hasher = SHA256()
     var buffer = [UInt8](repeating: 0, count: 1 << 20)
@@ -143,6 +146,7 @@ extension SyncEngine {
     guard hasher.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
       logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
       blobs.remove(item.hash)
+      withLock { noteMissing(item.hash) }
       return nil
     }
     let time = timespec(

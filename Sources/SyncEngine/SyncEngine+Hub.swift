@@ -28,6 +28,7 @@ extension SyncEngine {
       do throws(SyncError) {
         try await push()
         while try await pull() {}
+        try await fetchMissingBlobs()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in

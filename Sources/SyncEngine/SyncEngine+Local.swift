@@ -318,7 +318,11 @@ extension SyncEngine {
       {
         return show(path, record, local)
       }
-      guard let hash = record.content.blobHash, blobs.contains(hash) else { return false }
+      guard let hash = record.content.blobHash else { return false }
+      guard blobs.contains(hash) else {
+        noteMissing(hash)
+        return false
+      }
       if record.kind == .symlink {
         guard let target = blobs.bytes(hash) else {
           blobs.remove(hash)

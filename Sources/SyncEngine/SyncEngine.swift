@@ -81,6 +81,11 @@ public final class SyncEngine: @unchecked Sendable {
   var applying: Set<DocumentPath> = []
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
+  /// Blobs to fetch again (missing, or found damaged), with when to try next and how long to
+  /// wait after that (milliseconds).
+  var missingBlobs: [ContentHash: (retryAt: UInt64, backoff: UInt64)] = [:]
+  /// Blobs checked against their hash, as their files were then.
+  var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
   /// Remote changes that were being applied when the last run ended, settled at start.
   var intents: [ApplyIntent] = []
   /// Versions whose content this device cannot provide (its blob was damaged and the file
@@ -348,12 +353,6 @@ public final class SyncEngine: @unchecked Sendable {
       guard case .document(let record)? = state.entries[path] else { return nil }
       return (record, state.conflicts[path] ?? [])
     }
-  }
-
-  /// The local file that holds a version's content, if it is here.
-  public func contentPath(of record: VersionRecord) -> String? {
-    guard let hash = record.content.blobHash, blobs.contains(hash) else { return nil }
-    return blobs.path(hash)
   }
 
   /// Records a person's resolution and brings the tree to its result; false if it resolved
