@@ -160,20 +160,13 @@ extension DocumentFileSystem: LocalTree {
   }
 
   public func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
-    var renamed: [String] = []
-    let outcome = lock.withLock { applyLocked(change, expected: expected, renamed: &renamed) }
-    // Outside the lock: the new name must reach the disk before the engine records that the
-    // path shows the new version, or a power cut would bring the old content back under a
-    // record that says otherwise.
-    if !renamed.isEmpty { store.syncFolders(of: renamed) }
-    return outcome
+    lock.withLock { applyLocked(change, expected: expected) }
   }
 
   /// The part of `apply` under the tree lock: only checks, renames and the tree's records;
-  /// a file's content was written and made durable before (``LocalStore/createIncomingFile()``).
-  private func applyLocked(_ change: RemoteChange, expected: LocalEntry?, renamed: inout [String])
-    -> ApplyOutcome
-  {
+  /// a file's content was written and made durable before (``LocalStore/createIncomingFile()``),
+  /// and the engine fsyncs the folders after a batch of renames.
+  private func applyLocked(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
     let path = change.path
     guard !path.isRoot, !Self.isReserved(parent: Self.rootInode, name: path.components[0])
     else { return .skipped }
@@ -220,7 +213,6 @@ extension DocumentFileSystem: LocalTree {
           // Nobody has the file open: the new content takes its working file's name, and the
           // inode (whose number git compares) stays. The kernel forgets its cached pages.
           try renameWorkingFile(incoming, to: target.inode)
-          renamed += [incoming, workingFileName(target.inode)]
           node = target
           invalidations.post(.inode(node.inode))
         } else if let target {
@@ -233,7 +225,6 @@ extension DocumentFileSystem: LocalTree {
             in: folder, mode: target.mode, caller: Caller(uid: target.uid, gid: target.gid))
           record.gid = target.gid
           try renameWorkingFile(incoming, to: record.inode)
-          renamed += [incoming, workingFileName(record.inode)]
           do throws(Errno) {
             try removeForSync(target, at: path)
             node = try insertForSync(record, name: path.name, in: folder)
@@ -254,7 +245,6 @@ extension DocumentFileSystem: LocalTree {
           // crash leaves no named file half written.
           let record = newRecord(in: folder, mode: UInt32(S_IFREG) | 0o644, caller: owner)
           try renameWorkingFile(incoming, to: record.inode)
-          renamed += [incoming, workingFileName(record.inode)]
           do throws(Errno) {
             node = try insertForSync(record, name: path.name, in: folder)
           } catch {

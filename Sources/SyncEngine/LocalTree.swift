@@ -52,8 +52,8 @@ public protocol LocalTree: AnyObject, Sendable {
   func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry]
   /// Whether a file at `path` is open for writing.
   func hasOpenWriter(at path: DocumentPath) -> Bool
-  /// Writes a remote version, unless the path no longer holds `expected`. Never called with
-  /// the engine's lock held for a file: it renames and fsyncs a folder.
+  /// Writes a remote version, unless the path no longer holds `expected`. For a file, only
+  /// renames the engine's new working file into place; the engine fsyncs the folders after.
   func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome
   /// The conflict versions changed: views of `.versions` must be refreshed.
   func conflictsChanged(at paths: Set<DocumentPath>)

@@ -12,7 +12,8 @@ extension SyncEngine {
       let batch = withLock { () -> [FileApply] in
         var taken: [FileApply] = []
         var bytes: UInt64 = 0
-        for (path, item) in pendingApplies.sorted(by: { $0.key < $1.key })
+        // In no particular order: each change makes the folders it needs.
+        for (path, item) in pendingApplies
         where paths?.contains(path) ?? true && !applying.contains(path) {
           // Batches share one journal sync and one fsync per folder; big files go alone.
           if !taken.isEmpty && (taken.count >= 64 || bytes + item.size > Self.applyBatchBytes) {
@@ -90,6 +91,14 @@ extension SyncEngine {
       case .skipped: store.removeIncomingFile(incoming)
       }
     }
+    // The new names must reach the disk before what the paths show is recorded, or a power
+    // cut would bring the old content back under a record that says otherwise. One fsync per
+    // folder after the whole batch: the first commits every rename of the batch at once.
+    var renamed = ready.map(\.incoming)
+    for case (_, .file(let inode, _, _, _, _)?) in landed {
+      renamed.append(LocalStore.workingFileName(inode))
+    }
+    store.syncFolders(of: renamed)
     withLock {
       var changes: [SyncChange] = landed.map {
         .show(shownRecord($0.item.path, $0.item.target, $0.entry))
@@ -126,7 +135,8 @@ extension SyncEngine {
     }
     defer { close(source) }
     var hasher = SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    // No larger than the file: a batch of small files must not clear a MiB for each.
+    var buffer = [UInt8](repeating: 0, count: Int(min(max(item.size, 4096) + 1, 1 << 20)))
     while true {
       let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
       if n < 0 && errno == EINTR { continue }
