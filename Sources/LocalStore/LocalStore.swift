@@ -38,7 +38,11 @@ public final class LocalStore: @unchecked Sendable {
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       // WAL with synchronous=NORMAL: a committed transaction survives a crash of this process
-      // (kill -9) without an fsync per commit; `syncJournal` makes it survive power loss too.
+      // (kill -9) without an fsync per commit, which the tree's lock would wait on; the
+      // commits that must survive power loss are followed by `syncJournal`: an intent before
+      // a remote change takes a file's name, and the records before they go to the hub.
+      // What the tree records may lag after a power cut; the start settles that from the
+      // files themselves (a file that went back to an older version is not a local edit).
       try db.execute(sql: "PRAGMA journal_mode = WAL")
       try db.execute(sql: "PRAGMA synchronous = NORMAL")
     }
