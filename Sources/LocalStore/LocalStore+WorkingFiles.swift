@@ -31,6 +31,17 @@ extension LocalStore {
     for name in names {
       if let slash = name.lastIndex(of: "/") { folders.insert(String(name[..<slash])) }
     }
+    syncFolders(folders)
+  }
+
+  /// Makes the names of these blobs (by hex hash) durable, as ``syncFolders(of:)`` does for
+  /// working files: before a record that names one is made durable.
+  public func syncBlobFolders(of hexes: some Sequence<String>) {
+    // Relative to `workingFiles` (the state folder's `files`), where ".." is the state folder.
+    syncFolders(Set(hexes.map { "../blobs/" + $0.prefix(2) }))
+  }
+
+  private func syncFolders(_ folders: Set<String>) {
     // Each fsync also flushes the disk's cache: many folders (a batch of small files spreads
     // over the shards) cost one syncfs instead, which commits them all with one flush.
     if folders.count > 4, let syncfs = syncFileSystem {

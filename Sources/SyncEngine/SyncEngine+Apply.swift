@@ -58,6 +58,9 @@ extension SyncEngine {
       if let incoming = prepare(item) { ready.append((item, incoming)) }
     }
     guard !ready.isEmpty else { return }
+    // The pulled records that name these blobs become durable with the journal sync below:
+    // the blobs' names first.
+    store.syncBlobFolders(of: ready.map(\.item.hash.hex))
     // A crash from here on leaves intents: the next start finishes or forgets each one, and
     // never takes the content it was writing for a local edit.
     do {

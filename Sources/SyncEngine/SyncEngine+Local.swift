@@ -17,13 +17,19 @@ extension SyncEngine {
     }
     guard let window = withLock({ beginWindow(early: early) }) else { return }
     var after = window.after
+    var hashed: [String] = []
     for job in window.toHash {
       do {
-        if let content = try hashFile(job) { after[job.path] = content }
+        if let content = try hashFile(job) {
+          after[job.path] = content
+          if let hash = content.blobHash { hashed.append(hash.hex) }
+        }
       } catch {
         logger.error("cannot read \(job.path) to sync it: \(error)")
       }
     }
+    // The blobs' names reach the disk before any record that names them can.
+    if !hashed.isEmpty { store.syncBlobFolders(of: hashed) }
     withLock { finishWindow(window, after: after) }
   }
 
