@@ -159,6 +159,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     }
     if !dangling.isEmpty { try persist(dangling) }
     removeStrayWorkingFiles()
+    store.removeIncomingLeftovers()
   }
 
   // MARK: - Helpers shared by the operation files
