@@ -60,7 +60,10 @@ let package = Package(
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
       ],
-      resources: [.embedInCode("Migrations/v0001_accounts_records_blobs.sql")],
+      resources: [
+        .embedInCode("Migrations/v0001_accounts_records_blobs.sql"),
+        .embedInCode("Migrations/v0002_least_privilege.sql"),
+      ],
       swiftSettings: strict
     ),
     .executableTarget(
@@ -155,7 +158,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["MountHarness"],
+      dependencies: ["MountHarness", "DocumentModel"],
       swiftSettings: strict
     ),
   ]

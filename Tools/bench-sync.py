@@ -14,7 +14,7 @@
   against `rsync -a` of the same data between two local folders.
 
 With --postgres ADMIN-URL (a superuser URL), the hub is a new database on that server with an
-account and a device role made by Tools/postgres-account; --postgres-ca CA makes the devices
+account and a device role made by `docsync hub add-device`; --postgres-ca CA makes the devices
 connect with sslmode=verify-full, else sslmode=disable.
 Prints a table and writes JSON beside the file-system figures.
 """
@@ -39,18 +39,19 @@ def run(*argv):
     subprocess.run(argv, check=True, env=ENV)
 
 
-def postgres_hub(admin_url, ca):
+def postgres_hub(docsync, admin_url, ca):
     """A new database, account and device role on the server of admin_url: the device's URL."""
     admin = urllib.parse.urlsplit(admin_url)
     suffix = secrets.token_hex(6)
     database, role, password = f"bench_{suffix}", f"bench_dev_{suffix}", secrets.token_hex(16)
     subprocess.run(["psql", admin_url, "-X", "-q", "-v", "ON_ERROR_STOP=1",
                     "-c", f"CREATE DATABASE {database}"], check=True)
-    subprocess.run([f"{TOOLS}/postgres-account", admin._replace(path=f"/{database}").geturl(),
-                    f"bench_{suffix}", role],
-                   check=True, env={**os.environ, "DOCSYNC_DEVICE_PASSWORD": password})
-    ENV["PGPASSWORD"] = password
     tls = f"sslmode=verify-full&sslrootcert={ca}" if ca else "sslmode=disable"
+    subprocess.run([docsync, "hub", "add-device",
+                    admin._replace(path=f"/{database}", query=tls).geturl(), f"bench_{suffix}", role],
+                   check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "DOCSYNC_DEVICE_PASSWORD": password})
+    ENV["PGPASSWORD"] = password
     return f"postgres://{role}@{admin.hostname}:{admin.port or 5432}/{database}?{tls}"
 
 
@@ -200,7 +201,7 @@ def main():
     subprocess.run(["fusermount3", "-uz", f"{ROOT}/b"], stderr=subprocess.DEVNULL)
     shutil.rmtree(ROOT, ignore_errors=True)
     os.makedirs(ROOT)
-    hub = postgres_hub(args.postgres, args.postgres_ca) if args.postgres else f"{ROOT}/hub.sqlite"
+    hub = postgres_hub(args.docsync, args.postgres, args.postgres_ca) if args.postgres else f"{ROOT}/hub.sqlite"
     hub_name = "PostgreSQL hub (loopback)" if args.postgres else "SQLite hub"
     mounts = {}
     for name in ("a", "b"):

@@ -10,6 +10,15 @@ public struct HLCTimestamp: Hashable, Comparable, Sendable, CustomStringConverti
 
   public static let zero = HLCTimestamp(wallMilliseconds: 0)
 
+  /// The latest wall time a timestamp may carry: its nanoseconds still fit in an `Int64` (a
+  /// file time), which ends in April 2262. Records beyond it are refused (``RecordCheck``).
+  public static let maximumWallMilliseconds = UInt64(Int64.max / 1_000_000)
+
+  /// The wall time in nanoseconds since the epoch, as a file's time; never traps.
+  public var nanosecondsSinceEpoch: Int64 {
+    Int64(min(wallMilliseconds, Self.maximumWallMilliseconds)) * 1_000_000
+  }
+
   public var description: String { "\(wallMilliseconds).\(counter)" }
 
   public static func < (lhs: HLCTimestamp, rhs: HLCTimestamp) -> Bool {
@@ -31,11 +40,18 @@ public struct HybridLogicalClock: Sendable {
   }
 
   /// A new local event: later than everything seen, and at least the wall clock when it is ahead.
+  ///
+  /// Never traps: a full counter moves to the next millisecond, and a wall clock past
+  /// ``HLCTimestamp/maximumWallMilliseconds`` counts as that limit (where the clock then stops,
+  /// 4 billion events into the last millisecond of 2262).
   public mutating func tick(now: UInt64) -> HLCTimestamp {
-    if now > latest.wallMilliseconds {
-      latest = HLCTimestamp(wallMilliseconds: now)
-    } else {
+    let wall = min(now, HLCTimestamp.maximumWallMilliseconds)
+    if wall > latest.wallMilliseconds {
+      latest = HLCTimestamp(wallMilliseconds: wall)
+    } else if latest.counter < UInt32.max {
       latest = HLCTimestamp(wallMilliseconds: latest.wallMilliseconds, counter: latest.counter + 1)
+    } else if latest.wallMilliseconds < HLCTimestamp.maximumWallMilliseconds {
+      latest = HLCTimestamp(wallMilliseconds: latest.wallMilliseconds + 1)
     }
     return latest
   }
@@ -47,9 +63,12 @@ public struct HybridLogicalClock: Sendable {
     return tick(now: now)
   }
 
-  /// Remembers `remote` without issuing a time, so that the next tick is later than it.
+  /// Remembers `remote` without issuing a time, so that the next tick is later than it. A time
+  /// past ``HLCTimestamp/maximumWallMilliseconds`` is not a time any record may carry: ignored.
   public mutating func observe(_ remote: HLCTimestamp) {
-    if remote > latest { latest = remote }
+    if remote > latest && remote.wallMilliseconds <= HLCTimestamp.maximumWallMilliseconds {
+      latest = remote
+    }
   }
 }
 

@@ -135,10 +135,18 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Why a record or blob was refused.
-public enum IntegrityError: Error, Hashable, Sendable {
+public enum IntegrityError: Error, Hashable, Sendable, CustomStringConvertible {
   case recordHashMismatch(expected: VersionID)
   case malformedRecord(VersionID)
   case blobHashMismatch(expected: ContentHash)
+
+  public var description: String {
+    switch self {
+    case .recordHashMismatch: "its bytes do not hash to its id"
+    case .malformedRecord: "its bytes are not a version record in canonical form"
+    case .blobHashMismatch(let hash): "the content does not hash to \(hash.hex)"
+    }
+  }
 }
 
 /// The checks every record and blob passes before it is applied (invariant 5).

@@ -30,10 +30,11 @@ public final class ChangeSignal: Sendable {
   ///
   /// The timer is a child task, so it runs where the caller runs (the sync engine's own thread):
   /// an unstructured timer task would need the shared cooperative pool, and a pool kept busy by
-  /// blocking work (a test suite, at least) would hold the wake-up back indefinitely.
+  /// blocking work (a test suite, at least) would hold the wake-up back indefinitely. It sleeps
+  /// on ``MonotonicTimer``, which a wall clock hours off cannot stretch.
   public func wait(after seen: Int, timeout: Duration) async {
     await withTaskGroup(of: Void.self) { group in
-      group.addTask { try? await Task.sleep(for: timeout) }
+      group.addTask { await MonotonicTimer.shared.sleep(for: timeout) }
       group.addTask { await self.signalled(after: seen) }
       _ = await group.next()
       group.cancelAll()

@@ -1,24 +1,38 @@
 import Foundation
+import Hub
 import PostgresNIO
 
 /// The hub's schema steps, applied in order on first use and recorded in `docsync.migrations`.
 ///
-/// Each step is a SQL file in `Migrations/`, embedded in the binary, so that
-/// `Tools/postgres-account` applies the very same text with psql. Released steps are never
-/// edited: a change is a new file.
+/// Each step is a SQL file in `Migrations/`, embedded in the binary: `docsync hub init` (an
+/// administrator) applies them, or a device on first use of a database it may set up. Released
+/// steps are never edited: a change is a new file.
 enum Migrations {
   static let steps: [(version: Int, name: String, sql: [UInt8])] = [
-    (1, "v0001_accounts_records_blobs", PackageResources.v0001_accounts_records_blobs_sql)
+    (1, "v0001_accounts_records_blobs", PackageResources.v0001_accounts_records_blobs_sql),
+    (2, "v0002_least_privilege", PackageResources.v0002_least_privilege_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63
 
   static func run(on connection: PostgresConnection) async throws {
-    let logger = Connections.logger
     // Look first, without locking or creating anything: a device role may not create the
     // schema, and need not once an administrator has.
-    if try await appliedVersion(connection) >= steps.last!.version { return }
+    let found = try await appliedVersion(connection)
+    if found >= steps.last!.version { return }
+    do {
+      try await apply(on: connection)
+    } catch let error as PSQLError where found > 0 && error.serverInfo?[.sqlState] == "42501" {
+      // A device role may not change a schema an administrator made, and must not.
+      throw HubError.invalidLocation(
+        "the hub's schema is at step \(found) and this docsync needs step \(steps.last!.version): "
+          + "an administrator upgrades it with docsync hub init ADMIN-URL")
+    }
+  }
+
+  private static func apply(on connection: PostgresConnection) async throws {
+    let logger = Connections.logger
     try await connection.query("BEGIN", logger: logger)
     do {
       // Two devices that open a new hub at once: the second waits here, then finds the steps

@@ -13,6 +13,9 @@ extension PostgresHub {
     if try await hasBlob(hash: hash) { return }
     let upload = UUID()
     try await withConnection { connection -> Void in
+      // Uploads abandoned a day ago or more by a device that lost its connection (the
+      // discard below needs the connection that just failed).
+      try await connection.query("SELECT docsync.sweep_uploads()", logger: Connections.logger)
       try await connection.query(
         "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))",
         logger: Connections.logger)
@@ -126,7 +129,7 @@ extension PostgresHub {
   private func discard(upload: UUID) async throws(HubError) {
     try await withConnection { connection -> Void in
       try await connection.query(
-        "DELETE FROM docsync.uploads WHERE id = \(upload)", logger: Connections.logger)
+        "SELECT docsync.discard_upload(\(upload))", logger: Connections.logger)
     }
   }
 }

@@ -17,11 +17,7 @@ extension PostgresHub {
       let logger = Connections.logger
       // Take the head lock first, so that checking for known ids and inserting are one step
       // with respect to other writers of the account.
-      let head = try await connection.query(
-        """
-        INSERT INTO docsync.heads AS h (seq) VALUES (0)
-        ON CONFLICT (account) DO UPDATE SET seq = h.seq RETURNING seq
-        """, logger: logger)
+      let head = try await connection.query("SELECT docsync.lock_head()", logger: logger)
       for try await _ in head {}
       for record in records {
         let known = try await connection.query(

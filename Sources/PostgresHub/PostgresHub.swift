@@ -32,7 +32,7 @@ public final class PostgresHub: Hub {
     configuration = try self.location.connectionConfiguration()
     connections = Connections(
       configuration: configuration, description: self.location.description,
-      role: self.location.user)
+      role: self.location.user, sslMode: self.location.sslMode)
     listener = Task { [connections, changes] in
       await Self.listen(connections: connections, changes: changes)
     }
@@ -58,14 +58,19 @@ public final class PostgresHub: Hub {
         }
       } catch {}
       changes.signal()
-      try? await Task.sleep(for: .milliseconds(500))
+      await MonotonicTimer.shared.sleep(for: .milliseconds(500))
     }
   }
 
-  /// The notification channel of the connected role's account: the account role's name.
+  /// The notification channel of the connected role's account: a random name that only the
+  /// account's roles can read.
   static func accountChannel(_ connection: PostgresConnection) async throws -> String {
-    guard let account = try await account(connection) else { throw HubError.noAccount }
-    return account
+    let rows = try await connection.query(
+      "SELECT docsync.notify_channel()", logger: Connections.logger)
+    var found: String?
+    for try await channel in rows.decode(String?.self) { found = found ?? channel }
+    guard let found else { throw HubError.noAccount }
+    return found
   }
 
   /// The account of the connected role, nil when it belongs to none.
@@ -128,6 +133,9 @@ actor Connections {
   let description: String
   /// The login role, named in the error when it belongs to no account.
   let role: String
+  let sslMode: PostgresLocation.SSLMode
+  /// Whether the server was seen not to ask for the password in cleartext without TLS.
+  private var passwordIsSafe = false
   private var idle: [PostgresConnection] = []
   private var migrated = false
   /// Whether the role was seen to belong to an account. Without one, reading finds nothing
@@ -136,10 +144,14 @@ actor Connections {
   private var nextID = 0
   private var closed = false
 
-  init(configuration: PostgresConnection.Configuration, description: String, role: String) {
+  init(
+    configuration: PostgresConnection.Configuration, description: String, role: String,
+    sslMode: PostgresLocation.SSLMode
+  ) {
     self.configuration = configuration
     self.description = description
     self.role = role
+    self.sslMode = sslMode
   }
 
   func take() async throws(HubError) -> PostgresConnection {
@@ -194,12 +206,71 @@ actor Connections {
   }
 
   private func open() async throws(HubError) -> PostgresConnection {
+    if !passwordIsSafe {
+      try await refuseCleartextPassword()
+      passwordIsSafe = true
+    }
     nextID += 1
     do {
       return try await PostgresConnection.connect(
         configuration: configuration, id: nextID, logger: Self.logger)
     } catch {
       throw HubError(postgres: error, location: description)
+    }
+  }
+}
+
+extension Connections {
+  /// postgres-nio answers a server that asks for the password in cleartext by sending it, and
+  /// cannot be told not to; without TLS anyone on the path would read it. A first connection
+  /// without a password tells what the server asks for: SCRAM and MD5 stop before anything is
+  /// sent ("requires a password"), a cleartext request is answered with an empty password
+  /// that the server refuses.
+  func refuseCleartextPassword() async throws(HubError) {
+    guard configuration.password != nil else { return }
+    switch sslMode {
+    case .require, .verifyCA, .verifyFull:
+      return
+    case .allow, .prefer:
+      // Both try TLS first here; a server that offers it gets the password over TLS.
+      if await serverOffersTLS() { return }
+    case .disable:
+      break
+    }
+    var probe = configuration
+    probe.password = nil
+    probe.tls = .disable
+    do {
+      let connection = try await PostgresConnection.connect(
+        configuration: probe, id: 0, logger: Self.logger)
+      try? await connection.close()
+    } catch let error as PSQLError
+      where error.code == .server && error.serverInfo?[.sqlState] == "28P01"
+    {
+      throw .invalidLocation(
+        "\(description): the server asks for the password in cleartext on a connection without "
+          + "TLS; use sslmode=verify-full, or have the server use scram-sha-256")
+    } catch {
+      return  // SCRAM, MD5, or a failure the real connection reports
+    }
+  }
+
+  private func serverOffersTLS() async -> Bool {
+    var probe = configuration
+    probe.password = nil
+    var tls = TLSConfiguration.makeClientConfiguration()
+    tls.certificateVerification = .none
+    guard let context = try? NIOSSLContext(configuration: tls) else { return false }
+    probe.tls = .require(context)
+    do {
+      let connection = try await PostgresConnection.connect(
+        configuration: probe, id: 0, logger: Self.logger)
+      try? await connection.close()
+      return true
+    } catch let error as PSQLError where error.code == .sslUnsupported {
+      return false
+    } catch {
+      return true
     }
   }
 }
@@ -211,7 +282,7 @@ extension HubError {
   static func noAccount(role: String) -> HubError {
     .invalidLocation(
       "the PostgreSQL role \(role) belongs to no docsync account: an administrator gives it one with "
-        + "Tools/postgres-account postgres://ADMIN@HOST:PORT/DATABASE ACCOUNT \(role)")
+        + "docsync hub add-device ADMIN-URL ACCOUNT \(role)")
   }
 
   /// Sorts a postgres-nio failure into what a caller can do about it, in one line.

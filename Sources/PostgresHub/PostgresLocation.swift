@@ -22,8 +22,10 @@ public struct PostgresLocation: Sendable, Equatable {
   public var password: String?
   public var database: String
   public var sslMode: SSLMode
-  /// The CA certificates that `verify-ca` and `verify-full` trust; nil for the system's roots.
+  /// The CA certificates that `verify-ca` and `verify-full` trust; nil when none is named.
   public var sslRootCertificate: String?
+  /// `sslrootcert=system`: trust the system's roots, as libpq 16 spells it.
+  public var trustsSystemRoots = false
 
   static let knownParameters: Set<String> = ["sslmode", "sslrootcert", "application_name"]
 
@@ -58,8 +60,11 @@ public struct PostgresLocation: Sendable, Equatable {
       throw .invalidLocation("\"\(database)\" in \(Self.redacted(location)) is not a database name")
     }
 
-    var mode = SSLMode.prefer
+    // Unlike libpq's prefer, which neither insists on TLS nor checks who answers: a hub
+    // carries every document and a password, so anything weaker is written in the URL.
+    var mode = SSLMode.verifyFull
     var rootCertificate: String?
+    var systemRoots = false
     for item in components.queryItems ?? [] {
       guard Self.knownParameters.contains(item.name) else {
         throw .invalidLocation(
@@ -76,7 +81,8 @@ public struct PostgresLocation: Sendable, Equatable {
         }
         mode = parsed
       case "sslrootcert":
-        rootCertificate = value == "system" ? nil : value
+        systemRoots = value == "system"
+        rootCertificate = systemRoots ? nil : value
       default:
         break
       }
@@ -86,11 +92,12 @@ public struct PostgresLocation: Sendable, Equatable {
     if rootCertificate == nil, [.verifyCA, .verifyFull].contains(mode),
       components.queryItems?.contains(where: { $0.name == "sslrootcert" }) != true
     {
-      // libpq's default trust file; without it, fall back on the system's roots.
+      // libpq's default trust file; without it, connecting fails as it does with libpq.
       let standard = home + "/.postgresql/root.crt"
       if FileManager.default.fileExists(atPath: standard) { rootCertificate = standard }
     }
     sslRootCertificate = rootCertificate
+    trustsSystemRoots = systemRoots
 
     if let given = components.password {
       password = given
@@ -101,6 +108,17 @@ public struct PostgresLocation: Sendable, Equatable {
       password = Self.passwordFromFile(
         file, host: self.host, port: port, database: database, user: user)
     }
+  }
+
+  /// What a person should know before syncing through this location: `sslmode=disable` to a
+  /// host that is not this machine sends the documents, and a cleartext password, in the clear.
+  public var warning: String? {
+    guard sslMode == .disable, !Self.isLoopback(host) else { return nil }
+    return "sslmode=disable: every document crosses the network to \(host) unencrypted"
+  }
+
+  static func isLoopback(_ host: String) -> Bool {
+    host == "localhost" || host == "::1" || host.hasPrefix("127.") || host.hasPrefix("/")
   }
 
   /// The location with any password replaced, fit for messages and logs.
@@ -175,9 +193,16 @@ public struct PostgresLocation: Sendable, Equatable {
         if let sslRootCertificate {
           configuration.trustRoots = .file(sslRootCertificate)
           _ = try NIOSSLCertificate.fromPEMFile(sslRootCertificate)
+        } else if !trustsSystemRoots {
+          throw HubError.invalidLocation(
+            "sslmode=\(sslMode.rawValue) needs the CA that signed the server's certificate: put it "
+              + "in ~/.postgresql/root.crt or name it with sslrootcert=FILE "
+              + "(sslrootcert=system trusts the system's roots)")
         }
         tls = .require(try NIOSSLContext(configuration: configuration))
       }
+    } catch let error as HubError {
+      throw error
     } catch {
       throw .invalidLocation(
         "cannot set up TLS for \(description): \(oneLine(String(describing: error)))")

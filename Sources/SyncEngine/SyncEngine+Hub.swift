@@ -48,7 +48,7 @@ extension SyncEngine {
         if !forced {
           await waitForWork(seen: seen, limit: Self.idleWait, hubCursor: withLock { cursor })
         } else if !clean {
-          try? await Task.sleep(for: .milliseconds(10))
+          await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
       } catch {
         withLock {
@@ -61,7 +61,7 @@ extension SyncEngine {
         }
         retryAt = monotonicMilliseconds() + backoff
         backoff = min(backoff * 2, 10_000)
-        try? await Task.sleep(for: .milliseconds(20))
+        await MonotonicTimer.shared.sleep(for: .milliseconds(20))
       }
     }
   }
@@ -165,7 +165,7 @@ extension SyncEngine {
         outbox.removeAll { sent.contains($0) }
         contentUploaded.subtract(sent)
         uploaded.files += ready.count
-        uploaded.bytes += ready.reduce(0) { $0 + ($1.content.size ?? 0) }
+        uploaded.bytes = ready.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
       }
       logger.info("pushed \(ready.count) version(s)")
       logger.debug(
@@ -249,7 +249,7 @@ extension SyncEngine {
       }
     }
     let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash: UInt64]) in
-      let fresh = arrived.filter { !known.contains($0.id) }
+      let fresh = admit(arrived)
       var parents: Set<VersionID> = []
       for record in fresh { parents.formUnion(record.parents) }
       // Content is fetched for versions that nothing supersedes yet: what a path may show.
@@ -261,14 +261,15 @@ extension SyncEngine {
         needed[hash] = record.content.size ?? 0
       }
       download.totalFiles += needed.count
-      download.totalBytes += needed.values.reduce(0, +)
+      // Sizes come from other devices: bounded by RecordCheck, and added without a trap.
+      download.totalBytes = needed.values.reduce(download.totalBytes, saturatingSum)
       return (fresh, needed)
     }
     for (hash, size) in needed.sorted(by: { $0.key.hex < $1.key.hex }) {
       try await fetchBlob(hash)
       withLock {
         download.doneFiles += 1
-        download.doneBytes += size
+        download.doneBytes = saturatingSum(download.doneBytes, size)
       }
     }
     return try withLock { () throws(SyncError) -> Bool in
@@ -292,6 +293,34 @@ extension SyncEngine {
       tree?.conflictsChanged(at: touched)
       return true
     }
+  }
+
+  /// The records of a page that are new here and pass ``RecordCheck``, in page order; each
+  /// refused one gets one log line (id, path, device, why) and is never stored, so the rest of
+  /// the page applies and the cursor moves past it. Called with the lock held.
+  ///
+  /// Parents that arrive earlier in the same page count as known, as they will be once stored.
+  func admit(_ arrived: [VersionRecord]) -> [VersionRecord] {
+    let now = wallMilliseconds()
+    var admitted: [VersionID: HLCTimestamp] = [:]
+    var fresh: [VersionRecord] = []
+    for record in arrived where !known.contains(record.id) && admitted[record.id] == nil {
+      let problem = RecordCheck.problem(with: record, now: now) { id in
+        admitted[id] ?? known[id]?.modified
+      }
+      if let problem {
+        logger.error(
+          """
+          refused version \(record.id.hex) of \(RecordCheck.printable(record.path.bytes)) from \
+          device \(RecordCheck.printable(record.deviceName.utf8, limit: 64)) \
+          (\(record.deviceID)): \(problem)
+          """)
+        continue
+      }
+      admitted[record.id] = record.modified
+      fresh.append(record)
+    }
+    return fresh
   }
 
   /// Downloads a blob into the store, checking its hash on arrival.
@@ -319,4 +348,11 @@ extension SyncEngine {
     // on this side of the network), so they are not read back a second time here.
     try blobs.install(temporary: temporary, descriptor: fd, as: hash)
   }
+}
+
+/// `a + b`, or the largest value when that does not fit: progress counters that add sizes
+/// other devices claim must not trap.
+func saturatingSum(_ a: UInt64, _ b: UInt64) -> UInt64 {
+  let (sum, overflow) = a.addingReportingOverflow(b)
+  return overflow ? .max : sum
 }

@@ -128,6 +128,7 @@ public final class SyncEngine: @unchecked Sendable {
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
     var records: [VersionRecord] = []
     records.reserveCapacity(snapshot.versions.count)
+    let now = wallMilliseconds()
     for (id, payload) in snapshot.versions {
       guard let digest = Digest256(bytes: id),
         let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
@@ -135,8 +136,18 @@ public final class SyncEngine: @unchecked Sendable {
         logger.error("a stored version record fails its check and is ignored")
         continue
       }
+      // An earlier docsync stored remote records unchecked: one that would trap or misbehave
+      // here is left out at every start, rather than crash every start.
+      if let problem = RecordCheck.structuralProblem(with: record) {
+        logger.error("stored version \(record.id.hex) is ignored: \(problem)")
+        continue
+      }
       records.append(record)
-      author.observe(record)
+      // Nor does a stored time far ahead of the clock drag this device's clock along again.
+      if record.modified.wallMilliseconds <= saturatingSum(now, RecordCheck.maximumLeadMilliseconds)
+      {
+        author.observe(record)
+      }
     }
     known = VersionSet(records)
     state = LibraryState(known)
@@ -255,7 +266,9 @@ public final class SyncEngine: @unchecked Sendable {
       return syncRequested
     }
     changeLog.wake.signal()
-    let deadline = ContinuousClock.now + timeout
+    // On the monotonic clock, as every wait of the engine: the wall clock may be hours off, and
+    // may be stepped while the sync runs.
+    let deadline = MonotonicTimer.deadline(after: timeout)
     while true {
       if withLock({ syncCompleted >= target }) {
         let stuck = withLock { stalled.compactMap { known[$0]?.path.description }.sorted() }
@@ -269,8 +282,8 @@ public final class SyncEngine: @unchecked Sendable {
       if withLock({ paused }) { throw .paused }
       // Checked after the completion test, so a caller that was not scheduled for a while
       // still sees a sync that finished in time.
-      if ContinuousClock.now >= deadline { break }
-      try? await Task.sleep(for: .milliseconds(10))
+      if MonotonicTimer.now() >= deadline { break }
+      await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
@@ -305,9 +318,12 @@ public final class SyncEngine: @unchecked Sendable {
       let waiting = outbox.filter { !stalled.contains($0) }.compactMap { known[$0] }
       let sent = waiting.filter { contentUploaded.contains($0.id) }
       upload.doneFiles = uploaded.files + sent.count
-      upload.doneBytes = sent.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
+      // A version may reuse content another device claimed the size of: added without a trap.
+      upload.doneBytes = sent.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
       upload.totalFiles = uploaded.files + waiting.count
-      upload.totalBytes = waiting.reduce(uploaded.bytes) { $0 + ($1.content.size ?? 0) }
+      upload.totalBytes = waiting.reduce(uploaded.bytes) {
+        saturatingSum($0, $1.content.size ?? 0)
+      }
       return SyncStatus(
         deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
         state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,

@@ -54,10 +54,12 @@ enum Control {
     let words = line.split(separator: " ").map(String.init)
     switch words.first {
     case "sync":
-      let seconds = words.count > 1 ? Double(words[1]) ?? 60 : 60
+      // Bounded before any arithmetic: NaN, infinity or 1e300 must not trap the daemon.
+      let asked = words.count > 1 ? Double(words[1]) ?? 60 : 60
+      let milliseconds = asked.isFinite ? Int(min(max(asked, 0), maximumSyncSeconds) * 1000) : 0
       let outcome = waitFor { () async -> String? in
         do throws(SyncError) {
-          try await engine.synchronize(timeout: .milliseconds(Int(seconds * 1000)))
+          try await engine.synchronize(timeout: .milliseconds(milliseconds))
           return nil
         } catch {
           return error.description
@@ -90,11 +92,20 @@ enum Control {
     }
   }
 
+  /// The longest `docsync sync --timeout` (a year): longer is forever for a person.
+  static let maximumSyncSeconds: Double = 365 * 86_400
+
   /// Sends one request to the mount whose state folder is `state`; returns the payload.
   ///
   /// The socket is named through `/proc/self/fd`, which is short whatever the state folder's
   /// depth, and, unlike `chdir`, leaves other threads' requests (progress polls) alone.
-  static func request(_ line: String, state: String, mountPoint: String) throws -> String {
+  ///
+  /// With `deadline` (``MonotonicTimer/now()`` nanoseconds) the answer is waited for until then
+  /// only, and `late` is the error: a command's own deadline holds whatever the mount does.
+  static func request(
+    _ line: String, state: String, mountPoint: String, deadline: UInt64? = nil,
+    late: @autoclosure () -> String = ""
+  ) throws -> String {
     let folder = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard folder >= 0 else {
       throw CommandFailure("the mount at \(mountPoint) is not running (no state folder \(state))")
@@ -115,7 +126,10 @@ enum Control {
     }
     writeText(line + "\n", to: fd)
     shutdown(fd, Int32(SHUT_WR))
-    let response = String(decoding: readToEnd(fd), as: UTF8.self)
+    guard let bytes = deadline.map({ readAnswer(fd, until: $0) }) ?? readToEnd(fd) else {
+      throw CommandFailure(late())
+    }
+    let response = String(decoding: bytes, as: UTF8.self)
     if response.hasPrefix("ok") {
       return String(response.dropFirst(2).drop { $0 == "\n" })
     }
@@ -123,6 +137,25 @@ enum Control {
       throw CommandFailure(String(response.dropFirst(6)).trimmingCharacters(in: "\n"))
     }
     throw CommandFailure("the mount at \(mountPoint) stopped while answering")
+  }
+
+  /// Everything `fd` sends until it closes, or nil when `deadline` (monotonic nanoseconds)
+  /// passes first. Each wait is poll(2)'s relative timeout, recomputed from the monotonic clock.
+  private static func readAnswer(_ fd: Int32, until deadline: UInt64) -> [UInt8]? {
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let now = MonotonicTimer.now()
+      guard now < deadline else { return nil }
+      var waiting = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&waiting, 1, Int32(clamping: (deadline - now + 999_999) / 1_000_000))
+      if ready < 0 && errno != EINTR { return bytes }
+      guard ready > 0 else { continue }
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+      if n <= 0 { return bytes }
+      bytes += buffer[0..<n]
+    }
   }
 
   private static func unixAddress(_ path: String) -> sockaddr_un {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocumentFileSystem
+import DocumentModel
 import Foundation
 import FuseLowLevel
 import FuseMount
@@ -54,6 +55,18 @@ struct MountCommand: ParsableCommand {
   /// without CAP_SYS_ADMIN, even where the kernel could pass them through to working files.
   @Flag(help: .hidden)
   var noPassthrough = false
+
+  func validate() throws {
+    // Other devices refuse records whose device name breaks these bounds (RecordCheck).
+    if let device,
+      device.utf8.count > RecordCheck.maximumDeviceNameBytes
+        || device.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+    {
+      throw ValidationError(
+        "--device: a name of at most \(RecordCheck.maximumDeviceNameBytes) bytes without "
+          + "control characters")
+    }
+  }
 
   func run() throws {
     if daemon { closeInheritedDescriptors() }
@@ -200,11 +213,14 @@ struct MountCommand: ParsableCommand {
   }
 
   /// Says once, at mount, when the hub file or the state folder (which hold every document's
-  /// content) can be read by other users of this machine. docsync makes both private; these
+  /// content) can be read by other users of this machine, or the hub is reached unencrypted. docsync makes both private; these
   /// were made or changed by someone else.
   func warnIfShared(stateFolder: String) {
     var places = [(stateFolder, "state folder")]
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
+    if let warning = (try? PostgresLocation(parsing: hubLocation))?.warning {
+      writeText("docsync: warning: \(warning)\n", to: 2)
+    }
     if !hubLocation.contains("://") {
       places.append((URL(fileURLWithPath: hubLocation).standardizedFileURL.path, "hub"))
     }
@@ -320,7 +336,7 @@ struct MountCommand: ParsableCommand {
           }
         }
         group.addTask {
-          try? await Task.sleep(for: deadline)
+          await MonotonicTimer.shared.sleep(for: deadline)
           return "hub unreachable: no answer from \(shown) within \(deadline)"
         }
         let first = await group.next() ?? nil

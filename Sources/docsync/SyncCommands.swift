@@ -23,8 +23,11 @@ struct RunningMount {
     self.state = state
   }
 
-  func request(_ line: String) throws -> String {
-    try Control.request(line, state: state, mountPoint: mountPoint)
+  func request(
+    _ line: String, deadline: UInt64? = nil, late: @autoclosure () -> String = ""
+  ) throws -> String {
+    try Control.request(
+      line, state: state, mountPoint: mountPoint, deadline: deadline, late: late())
   }
 
   func status() throws -> StatusReport {
@@ -84,12 +87,25 @@ struct SyncCommand: ParsableCommand {
   @Option(help: "Give up after this many seconds.")
   var timeout: Double = 60
 
+  func validate() throws {
+    guard timeout.isFinite, timeout > 0, timeout <= Control.maximumSyncSeconds else {
+      throw ValidationError("--timeout: a number of seconds above 0, at most a year")
+    }
+  }
+
   func run() throws {
+    // Measured on the monotonic clock from the start of the command: the wall clock may be
+    // hours off or be stepped meanwhile. The mount keeps the same deadline and explains what it
+    // waits for; the grace lets that answer arrive, and this side ends the wait regardless.
+    let deadline = MonotonicTimer.deadline(after: .milliseconds(Int(timeout * 1000) + 500))
     let mount = try RunningMount(mountPoint)
     // Progress is for a person watching: on a terminal only, on stderr, one line redrawn.
     let progress = isatty(2) == 1 ? ProgressLine(mount: mount) : nil
     defer { progress?.finish() }
-    _ = try mount.request("sync \(timeout)")
+    _ = try mount.request(
+      "sync \(timeout)", deadline: deadline,
+      late: "the mount at \(mount.mountPoint) is not up to date after \(timeout) s "
+        + "(it did not answer in time)")
   }
 }
 

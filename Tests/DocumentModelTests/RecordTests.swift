@@ -155,6 +155,49 @@ import Testing
     #expect(library.conflicts.isEmpty)
   }
 
+  @Test func aFullCounterMovesToTheNextMillisecondInsteadOfTrapping() {
+    var clock = HybridLogicalClock()
+    let full = HLCTimestamp(wallMilliseconds: 5_000, counter: .max)
+    clock.observe(full)
+    let next = clock.tick(now: 1_000)
+    #expect(next == HLCTimestamp(wallMilliseconds: 5_001))
+    #expect(next > full)
+    #expect(clock.tick(now: 1_000) == HLCTimestamp(wallMilliseconds: 5_001, counter: 1))
+  }
+
+  @Test func theClockStopsAtTheLastRepresentableTimeWithoutTrapping() {
+    let limit = HLCTimestamp.maximumWallMilliseconds
+    var clock = HybridLogicalClock()
+    #expect(clock.tick(now: .max) == HLCTimestamp(wallMilliseconds: limit))
+    clock.observe(HLCTimestamp(wallMilliseconds: limit, counter: .max))
+    #expect(clock.tick(now: .max) == HLCTimestamp(wallMilliseconds: limit, counter: .max))
+    // A time no record may carry is not remembered.
+    var fresh = HybridLogicalClock()
+    fresh.observe(HLCTimestamp(wallMilliseconds: limit + 1))
+    #expect(fresh.latest == .zero)
+    #expect(HLCTimestamp(wallMilliseconds: .max).nanosecondsSinceEpoch == Int64(limit) * 1_000_000)
+    #expect(HLCTimestamp(wallMilliseconds: 1_500).nanosecondsSinceEpoch == 1_500_000_000)
+    #expect(HLCTimestamp(wallMilliseconds: .max, counter: .max).isoString.hasSuffix("Z"))
+  }
+
+  @Test func causalityNotTheWallClockPicksTheLaterEdit() {
+    // A device two hours behind edits after seeing a device two hours ahead: its edit is the
+    // later one, by its parent, although its wall clock reads four hours earlier.
+    var set = VersionSet()
+    var ahead = device(1, "ahead")
+    var behind = device(2, "behind")
+    let hour: UInt64 = 3_600_000
+    let now: UInt64 = 1_795_183_392_000
+    let first = make(&ahead, &set, "doc.md", fileContent("ahead's"), now: now + 2 * hour)
+    behind.observe(first)
+    let second = make(
+      &behind, &set, "doc.md", fileContent("behind's"), parents: [first], now: now - 2 * hour)
+    #expect(second.modified > first.modified)
+    #expect(LibraryState(set).current(at: path("doc.md")) == second)
+    #expect(RecordCheck.problem(with: second, now: now + 2 * hour) { set[$0]?.modified } == nil)
+    #expect(RecordCheck.problem(with: first, now: now - 2 * hour) { set[$0]?.modified } == nil)
+  }
+
   @Test func versionsTimeFormat() {
     // 2026-11-20T14:03:12Z
     let t = HLCTimestamp(wallMilliseconds: 1_795_183_392_000 + 999)

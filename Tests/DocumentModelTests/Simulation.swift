@@ -32,7 +32,8 @@ struct SimDevice {
   var online = true
   var inbox: [Message] = []
   var outbox: [Message] = []
-  var skewMilliseconds: UInt64
+  /// How far this device's wall clock is off: negative behind, positive ahead.
+  var skewMilliseconds: Int64
 }
 
 /// One seeded schedule of many devices; `run()` returns the first broken invariant, if any.
@@ -43,6 +44,8 @@ struct Schedule {
   var created: [VersionID] = []
   var resolutions: Set<VersionID> = []
   var refused = 0
+  /// Well-formed records with a bad field (RecordCheck) offered and refused.
+  var refusedFields = 0
   var failure: String?
 
   static let folders = ["d0", "d1", "d0/e"].map(DocumentPath.init)
@@ -54,8 +57,10 @@ struct Schedule {
     for index in 0..<count {
       let author = VersionAuthor(
         deviceID: DeviceID(high: rng.next(), low: UInt64(index)), deviceName: "dev \(index)")
-      // Some devices run hours behind, so only the hybrid clock orders their versions.
-      let skew = rng.chance(30) ? UInt64(1 + rng.below(5)) * 3_600_000 : 0
+      // Some devices run hours behind or ahead, so only the hybrid clock orders their versions,
+      // and every record they make must pass the receivers' time bound all the same.
+      let hours = Int64(1 + rng.below(5)) * (rng.chance(50) ? -1 : 1)
+      let skew = rng.chance(30) ? hours * 3_600_000 : 0
       devices.append(SimDevice(author: author, skewMilliseconds: skew))
     }
   }
@@ -65,7 +70,7 @@ struct Schedule {
   }
 
   func now(_ device: Int) -> UInt64 {
-    100_000_000_000 + step * 1_000 - devices[device].skewMilliseconds
+    UInt64(Int64(1_795_183_392_000 + step * 1_000) + devices[device].skewMilliseconds)
   }
 
   mutating func run() -> String? {
@@ -113,6 +118,9 @@ struct Schedule {
       if rng.chance(6) {
         corruptAndOffer(message, to: device)
       }
+      if rng.chance(6) {
+        offerBadField(message, to: device)
+      }
       // Duplicates: sometimes the message stays queued and comes again later.
       if !rng.chance(15) { devices[device].inbox.remove(at: index) }
       receive(message, at: device)
@@ -137,10 +145,70 @@ struct Schedule {
       "a corrupted record changed device \(device)")
   }
 
+  /// A record with a valid id but one field no device makes (or a time far ahead): refused,
+  /// and nothing changes on the device, its clock included.
+  mutating func offerBadField(_ message: Message, to device: Int) {
+    guard let good = try? VersionRecord(decoding: message.bytes, expectedID: message.id) else {
+      return
+    }
+    var components = good.path.components
+    var content = good.content
+    var modified = good.modified
+    var deviceName = good.deviceName
+    var origin = good.origin
+    var contentTime = good.contentTime
+    let day: UInt64 = 86_400_000
+    switch rng.below(12) {
+    case 0: components[components.count - 1] = Array(rng.pick([".", ".."]).utf8)
+    case 1: components.insert([], at: rng.below(components.count + 1))
+    case 2: components[0] += [0] + components[0]
+    case 3: components[components.count - 1] = Array(repeating: 0x6C, count: 256 + rng.below(9))
+    case 4: components.insert(IgnoredNames.versionsFolder, at: 0)
+    case 5:
+      let size = (1 << 50) + 1 + UInt64(rng.below(1 << 20)) << UInt64(rng.below(13))
+      content = .file(
+        hash: good.content.blobHash ?? ContentHash(of: []), size: size, executable: false)
+    case 6:
+      // A day and more past both the receiver's clock and the record's own (parents' bound).
+      let wall =
+        max(now(device), good.modified.wallMilliseconds) + day + 1 + UInt64(rng.below(1 << 30))
+      modified = HLCTimestamp(wallMilliseconds: wall)
+    case 7: modified = HLCTimestamp(wallMilliseconds: 10_413_792_000_000, counter: .max)
+    case 8:
+      modified = HLCTimestamp(
+        wallMilliseconds: HLCTimestamp.maximumWallMilliseconds + 1 + rng.next() % 1000)
+    case 9: deviceName += rng.pick(["\n", "\0", "\u{1B}[2J"])
+    case 10: origin = RenameOrigin(path: DocumentPath("../outside"), version: good.id)
+    default:
+      content = rng.chance(50) ? .deletion : .directory
+      contentTime = Int64(bitPattern: rng.next())
+    }
+    let bad = VersionRecord(
+      path: DocumentPath(components: components), content: content, parents: good.parents,
+      modified: modified, deviceID: good.deviceID, deviceName: deviceName, origin: origin,
+      contentTime: contentTime)
+    let before = (devices[device].set.count, devices[device].library, devices[device].author.clock)
+    receive(
+      Message(id: bad.id, bytes: bad.encoded, blob: message.blob), at: device, expectRefusal: true)
+    refusedFields += 1
+    check(
+      devices[device].set.count == before.0 && devices[device].library == before.1,
+      "a record with a bad field changed device \(device): \(bad)")
+    check(
+      devices[device].author.clock.latest == before.2.latest,
+      "a record with a bad field moved device \(device)'s clock: \(bad)")
+  }
+
   mutating func receive(_ message: Message, at device: Int, expectRefusal: Bool = false) {
     let record: VersionRecord
     do {
       record = try VersionRecord(decoding: message.bytes, expectedID: message.id)
+      let set = devices[device].set
+      if let problem = RecordCheck.problem(
+        with: record, now: now(device), knownTime: { set[$0]?.modified })
+      {
+        throw problem
+      }
       if let hash = record.content.blobHash {
         try Integrity.verify(blob: message.blob ?? [], hash: hash)
       }
@@ -458,6 +526,7 @@ struct Schedule {
       seeds = Array(first..<first + UInt64(Self.schedulesPerChunk))
     }
     var refused = 0
+    var refusedFields = 0
     var versions = 0
     for seed in seeds {
       var schedule = Schedule(seed: seed)
@@ -467,9 +536,13 @@ struct Schedule {
         return
       }
       refused += schedule.refused
+      refusedFields += schedule.refusedFields
       versions += schedule.created.count
     }
     #expect(versions > 0)
-    if seeds.count > 1 { #expect(refused > 0, "no corrupted message was offered") }
+    if seeds.count > 1 {
+      #expect(refused > 0, "no corrupted message was offered")
+      #expect(refusedFields > 0, "no record with a bad field was offered")
+    }
   }
 }

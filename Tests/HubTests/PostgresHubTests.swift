@@ -125,40 +125,319 @@ struct PostgresHubTests {
     }
 
     let yRole = "docsync_account_\(yAccount)"
+    // X has a record and a finished blob of its own, which its own attacks aim at too.
+    let xBlob = try await putBlob(xHub, Array("x's own".utf8))
+    try await xHub.append([makeRecord("x's record", blobs: [xBlob])])
+
     try await PostgresTestCluster.withConnection(
       user: xDevice, password: "x-pw", database: database
     ) { x in
       for table in ["records", "blobs", "chunks", "uploads", "heads"] {
         let rows = try await x.query(
-          PostgresQuery(unsafeSQL: "SELECT count(*) FROM docsync.\(table)"),
+          PostgresQuery(
+            unsafeSQL:
+              "SELECT count(*) FROM docsync.\(table) WHERE account <> docsync.current_account()"),
           logger: PostgresTestCluster.logger)
         for try await count in rows.decode(Int.self) { #expect(count == 0, "\(table)") }
       }
-      let attempts = [
+      // Each must be refused for lack of privilege: a grant, a policy or a check says no.
+      let refused = [
         "UPDATE docsync.records SET payload = '\\x00'",
         "DELETE FROM docsync.records",
         "UPDATE docsync.blobs SET size = 0",
         "DELETE FROM docsync.blobs",
+        "UPDATE docsync.heads SET seq = 0",
+        "DELETE FROM docsync.heads",
+        "INSERT INTO docsync.heads (account, seq) VALUES (docsync.current_account(), 0)",
+        "INSERT INTO docsync.heads (account, seq) VALUES ('\(yRole)', 0)",
+        "UPDATE docsync.chunks SET data = '\\x00'",
+        "DELETE FROM docsync.chunks",
+        "DELETE FROM docsync.uploads",
+        "UPDATE docsync.uploads SET hash = '\\x00'",
+        "TRUNCATE docsync.chunks",
+        "INSERT INTO docsync.chunks (upload, index, hash, data) "
+          + "SELECT upload, 99, sha256('\\x00'), '\\x00' FROM docsync.blobs",
         "INSERT INTO docsync.records (account, id, payload, blobs) VALUES ('\(yRole)', '\\x01', '\\x01', '{}')",
         "INSERT INTO docsync.blobs (account, hash, size, upload) SELECT '\(yRole)', '\\x01', 0, id FROM docsync.uploads",
         "INSERT INTO docsync.uploads (id, account, hash) VALUES (gen_random_uuid(), '\(yRole)', '\\x01')",
-        "UPDATE docsync.heads SET seq = 0",
-        "DELETE FROM docsync.chunks",
+        "SELECT * FROM docsync.channels",
         "SET ROLE \(yRole)",
         "ALTER TABLE docsync.records DISABLE ROW LEVEL SECURITY",
+        "ALTER FUNCTION docsync.current_account() OWNER TO CURRENT_USER",
       ]
-      for sql in attempts {
+      for sql in refused {
         do {
           try await x.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestCluster.logger)
-        } catch {
-          continue  // refused outright: fine
+          Issue.record("accepted: \(sql)")
+        } catch let error as PSQLError {
+          let state = error.serverInfo?[.sqlState] ?? "none"
+          // 42501: no privilege (a grant, a policy or a check); 23514: a malformed row.
+          #expect(["42501", "23514"].contains(state), "\(sql): \(String(reflecting: error))")
         }
-        // Accepted statements (an UPDATE or DELETE that policies reduce to no rows) change
-        // nothing of Y's: checked below.
       }
+      // Accepted, and change nothing: the cleanup function leaves finished uploads alone.
+      try await x.query(
+        "SELECT docsync.discard_upload(upload) FROM docsync.blobs",
+        logger: PostgresTestCluster.logger)
+      // The device's normal work still passes on the same connection.
+      try await x.query("BEGIN", logger: PostgresTestCluster.logger)
+      try await x.query("SELECT docsync.lock_head()", logger: PostgresTestCluster.logger)
+      let extra = makeRecord("x after the attacks")
+      try await x.query(
+        """
+        INSERT INTO docsync.records (id, payload, blobs)
+        VALUES (\(ByteBuffer(bytes: extra.id)), \(ByteBuffer(bytes: extra.payload)), '{}')
+        """, logger: PostgresTestCluster.logger)
+      try await x.query("COMMIT", logger: PostgresTestCluster.logger)
     }
     #expect(try await allRecords(yHub) == [makeRecord("y's record", blobs: [yBlob])])
     #expect(try await fetchBlob(yHub, yBlob) == Array("y's secret".utf8))
+    #expect(
+      try await allRecords(xHub) == [
+        makeRecord("x's record", blobs: [xBlob]), makeRecord("x after the attacks"),
+      ])
+    #expect(try await fetchBlob(xHub, xBlob) == Array("x's own".utf8))
+  }
+
+  /// A role of another account cannot learn when an account writes: the account's channel is a
+  /// secret of the account, and the account role's name (public in pg_roles) carries nothing.
+  @Test func anotherAccountCannotListenToItsWrites() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let xDevice = PostgresTestCluster.uniqueName("x")
+    let yAccount = PostgresTestCluster.uniqueName("y")
+    _ = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
+      password: "x-pw")
+    let yURL = try PostgresTestCluster.createAccount(
+      database: database, account: yAccount, device: PostgresTestCluster.uniqueName("y"),
+      password: "y-pw")
+    let yHub = try PostgresHub(location: yURL)
+    try await yHub.append([makeRecord("first")])  // makes Y's channel
+    let yChannel = try await PostgresTestCluster.withAdminConnection(database: database) {
+      admin -> String in
+      let rows = try await admin.query(
+        "SELECT channel FROM docsync.channels WHERE account = \("docsync_account_\(yAccount)")",
+        logger: PostgresTestCluster.logger)
+      for try await channel in rows.decode(String.self) { return channel }
+      throw ClusterMissing()
+    }
+    let heard = Heard()
+    let admin = try PostgresTestCluster.admin
+    let listeners = [
+      ("docsync_account_\(yAccount)", xDevice, "x-pw", "x on y's role"),
+      (yChannel, admin.user, admin.password ?? "", "control"),
+    ].map { channel, user, password, name in
+      Task {
+        try await PostgresTestCluster.withConnection(
+          user: user, password: password, database: database
+        ) { connection in
+          try await connection.listen(on: channel) { notifications in
+            for try await _ in notifications { heard.add(name) }
+          }
+        }
+      }
+    }
+    try await Task.sleep(for: .milliseconds(500))
+    try await yHub.append([makeRecord("second")])
+    try await Task.sleep(for: .milliseconds(1500))
+    listeners.forEach { $0.cancel() }
+    // The control proves a write was announced; only on the secret channel.
+    #expect(heard.names == ["control"])
+  }
+
+  /// A hub made with the schema of step 1, holding a record and a blob, as the code before
+  /// step 2 wrote them: a device cannot upgrade it and says who can; once an administrator
+  /// has (`docsync hub add-device`), the device reads everything and writes on, and a new device
+  /// of the account gets all of it.
+  @Test func aHubOfStepOneIsUpgradedByAnAdministratorAndKeepsItsData() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let account = PostgresTestCluster.uniqueName("old")
+    let device = PostgresTestCluster.uniqueName("olddev")
+    let admin = try PostgresTestCluster.admin
+    let server = "\(admin.host):\(admin.port)/\(database)"
+    let adminURL = "postgres://\(admin.user):\(admin.password ?? "")@\(server)"
+    let stepOne = PostgresTestCluster.repositoryRoot.appendingPathComponent(
+      "Sources/PostgresHub/Migrations/v0001_accounts_records_blobs.sql"
+    ).path
+    try runPsql(
+      url: adminURL,
+      sql: """
+        SET client_min_messages = warning;
+        CREATE SCHEMA docsync;
+        CREATE TABLE docsync.migrations (
+          version integer PRIMARY KEY, name text NOT NULL, applied timestamptz NOT NULL DEFAULT now());
+        \\i \(stepOne)
+        INSERT INTO docsync.migrations (version, name) VALUES (1, 'v0001_accounts_records_blobs');
+        CREATE ROLE docsync_account_\(account) NOLOGIN;
+        CREATE ROLE \(device) LOGIN PASSWORD 'old-pw';
+        GRANT docsync_account_\(account) TO \(device);
+        """)
+    let content = Array("written before the upgrade".utf8)
+    let blob = HubHash.sha256(content)
+    let old = makeRecord("before the upgrade", blobs: [blob])
+    let upload = UUID().uuidString.lowercased()
+    func bytea(_ bytes: [UInt8]) -> String { "'\\x\(hexString(bytes))'::bytea" }
+    let deviceURL = "postgres://\(device):old-pw@\(server)?sslmode=disable"
+    // What step 1's devices sent: an upload, its chunk, the blob, then the record under the
+    // head lock taken by an upsert that step 2 no longer allows.
+    try runPsql(
+      url: deviceURL,
+      sql: """
+        INSERT INTO docsync.uploads (id, hash) VALUES ('\(upload)', \(bytea(blob)));
+        INSERT INTO docsync.chunks (upload, index, hash, data)
+          VALUES ('\(upload)', 0, sha256(\(bytea(content))), \(bytea(content)));
+        INSERT INTO docsync.blobs (hash, size, upload)
+          VALUES (\(bytea(blob)), \(content.count), '\(upload)');
+        BEGIN;
+        INSERT INTO docsync.heads AS h (seq) VALUES (0)
+          ON CONFLICT (account) DO UPDATE SET seq = h.seq RETURNING seq;
+        INSERT INTO docsync.records (id, payload, blobs)
+          VALUES (\(bytea(old.id)), \(bytea(old.payload)), ARRAY[\(bytea(blob))]);
+        COMMIT;
+        """)
+
+    let before = try PostgresHub(location: deviceURL)
+    let refusal = await #expect(throws: HubError.self) { _ = try await allRecords(before) }
+    guard case .invalidLocation(let reason) = refusal else {
+      Issue.record("\(String(describing: refusal))")
+      return
+    }
+    #expect(reason.contains("an administrator upgrades it"), "\(reason)")
+
+    // The administrator's documented way applies the missing step (and sets the password).
+    _ = try PostgresTestCluster.createAccount(
+      database: database, account: account, device: device, password: "old-pw")
+    let after = try PostgresHub(location: deviceURL)
+    #expect(try await allRecords(after) == [old])
+    #expect(try await fetchBlob(after, blob) == content)
+    try await after.append([makeRecord("after the upgrade")])
+    let newcomer = try PostgresHub(
+      location: try PostgresTestCluster.createAccount(
+        database: database, account: account, device: PostgresTestCluster.uniqueName("new"),
+        password: "new-pw"))
+    #expect(try await allRecords(newcomer) == [old, makeRecord("after the upgrade")])
+    #expect(try await fetchBlob(newcomer, blob) == content)
+  }
+
+  /// A server (or someone on the path) that asks for the password in cleartext on a
+  /// connection without TLS never gets it: the hub refuses in one line.
+  @Test(arguments: ["disable", "allow", "prefer"])
+  func aCleartextPasswordRequestWithoutTLSIsRefused(_ mode: String) async throws {
+    let server = try CleartextServer()
+    let hub = try PostgresHub(
+      location: "postgres://me:the-secret@127.0.0.1:\(server.port)/db?sslmode=\(mode)")
+    let error = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(reason.contains("cleartext") && !reason.contains("\n"), "\(reason)")
+    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+  }
+
+  /// Without sslmode the hub insists on TLS with a certificate it can verify, as
+  /// sslmode=verify-full does; weaker modes must be written, and disable across a network
+  /// draws a warning.
+  @Test func withoutSslmodeTheServerMustProveWhoItIs() async throws {
+    let none = try PostgresLocation(parsing: "postgres://me@db.example/db", environment: [:])
+    #expect(none.sslMode == .verifyFull)
+    #expect(none.warning == nil)
+    let clear = try PostgresLocation(
+      parsing: "postgres://me@db.example/db?sslmode=disable", environment: [:])
+    #expect(clear.warning?.contains("unencrypted") == true)
+    #expect(
+      try PostgresLocation(parsing: "postgres://me@127.0.0.1/db?sslmode=disable", environment: [:])
+        .warning == nil)
+
+    let ca = try #require(PostgresTestCluster.certificateAuthority)
+    // A server that offers no TLS: one line that names sslmode.
+    let plain = try NoTLSServer()
+    let hub = try PostgresHub(
+      location: "postgres://me:pw@127.0.0.1:\(plain.port)/db?sslrootcert=\(ca)")
+    let error = await #expect(throws: HubError.self) { try await hub.append([makeRecord("a")]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(reason.contains("sslmode") && !reason.contains("\n"), "\(reason)")
+    // No CA to verify with: refused before connecting, as libpq does.
+    let home = FileManager.default.homeDirectoryForCurrentUser.path
+    if !FileManager.default.fileExists(atPath: home + "/.postgresql/root.crt") {
+      #expect(throws: HubError.self) { try PostgresHub(location: "postgres://me@127.0.0.1/db") }
+    }
+    // The test cluster's server, with the CA that signed its certificate, needs nothing more.
+    let (url, _) = try await PostgresTestCluster.freshHubURL()
+    let verified = try PostgresHub(
+      location: url.replacingOccurrences(of: "?sslmode=disable", with: "?sslrootcert=\(ca)"))
+    try await verified.append([makeRecord("verified")])
+    #expect(try await allRecords(verified) == [makeRecord("verified")])
+  }
+
+  /// `docsync hub`: the administrator's commands, as README shows them.
+  @Test func theAdministratorsCommandsEndToEnd() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let admin = try PostgresTestCluster.admin
+    let ca = try #require(PostgresTestCluster.certificateAuthority)
+    let adminURL =
+      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)"
+      + "?sslrootcert=\(ca)"
+    func docsync(_ arguments: [String], password: String? = nil) throws -> (Int32, String, String) {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: try PostgresTestCluster.docsyncBinary())
+      process.arguments = arguments
+      var environment = ProcessInfo.processInfo.environment
+      environment["DOCSYNC_DEVICE_PASSWORD"] = password
+      process.environment = environment
+      let (out, err) = (Pipe(), Pipe())
+      process.standardOutput = out
+      process.standardError = err
+      process.standardInput = FileHandle.nullDevice
+      try process.run()
+      let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+      process.waitUntilExit()
+      return (process.terminationStatus, stdout, stderr)
+    }
+    let account = PostgresTestCluster.uniqueName("adm")
+    let (laptop, desktop) = (
+      PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
+    )
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 2\n")
+    for role in [laptop, desktop] {
+      let (status, _, stderr) = try docsync(
+        ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")
+      #expect(status == 0, "\(stderr)")
+    }
+    let hub = try PostgresHub(
+      location: "postgres://\(laptop):pw-\(laptop)@\(admin.host):\(admin.port)/\(database)"
+        + "?sslrootcert=\(ca)")
+    try await hub.append([makeRecord("one")])
+    let listed = try docsync(["hub", "accounts", adminURL, "--json"]).1
+    let accounts = try JSONDecoder().decode(
+      [HubAdministration.Account].self, from: Data(listed.utf8))
+    #expect(
+      accounts.filter { $0.name == account }
+        == [
+          HubAdministration.Account(name: account, devices: [desktop, laptop].sorted(), records: 1)
+        ])
+
+    #expect(try docsync(["hub", "remove-device", adminURL, desktop]).0 == 0)
+    let gone = try PostgresHub(
+      location: "postgres://\(desktop):pw-\(desktop)@\(admin.host):\(admin.port)/\(database)"
+        + "?sslrootcert=\(ca)")
+    await #expect(throws: HubError.self) { _ = try await gone.hasBlob(hash: [1]) }
+
+    // Mistakes are one line and change nothing; no password, no terminal: asked for, refused.
+    for (arguments, password) in [
+      (["hub", "add-device", adminURL, "Not-An-Account", "role_x"], "pw"),
+      (["hub", "add-device", adminURL, account, "docsync_account_\(account)"], "pw"),
+      (["hub", "add-device", adminURL, account, "role_x"], nil),
+      (["hub", "remove-device", adminURL, admin.user], nil),
+    ] as [([String], String?)] {
+      let (status, _, stderr) = try docsync(arguments, password: password)
+      #expect(status == 1, "\(arguments): \(stderr)")
+      #expect(stderr.hasPrefix("docsync: ") && stderr.filter { $0 == "\n" }.count == 1, "\(stderr)")
+    }
   }
 
   @Test func badLocationsAreRefusedInOneLine() throws {

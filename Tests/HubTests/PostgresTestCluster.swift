@@ -67,24 +67,27 @@ enum PostgresTestCluster {
 
   static let logger = Logger(label: "hubtests.postgres")
 
-  /// A fresh database, created empty: the hub's schema comes from Tools/postgres-account.
+  /// A fresh database, created empty: the hub's schema comes from `docsync hub add-device`.
   static func createDatabase() async throws -> String {
     let name = uniqueName("hubtest")
     try await adminQuery("CREATE DATABASE \(name)")
     return name
   }
 
-  /// Runs Tools/postgres-account, the administrator's documented way, and returns the device's
-  /// hub URL.
+  /// Runs `docsync hub add-device`, the administrator's documented way, and returns the
+  /// device's hub URL.
   static func createAccount(
     database: String, account: String, device: String, password: String,
     sslMode: String = "disable"
   ) throws -> String {
     let admin = try admin
+    let tls =
+      certificateAuthority.map { "sslmode=verify-full&sslrootcert=\($0)" } ?? "sslmode=disable"
     let process = Process()
-    process.executableURL = repositoryRoot.appendingPathComponent("Tools/postgres-account")
+    process.executableURL = URL(fileURLWithPath: try docsyncBinary())
     process.arguments = [
-      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)",
+      "hub", "add-device",
+      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)?\(tls)",
       account, device,
     ]
     process.environment = environment.merging(["DOCSYNC_DEVICE_PASSWORD": password]) { $1 }
@@ -97,6 +100,16 @@ enum PostgresTestCluster {
     guard process.terminationStatus == 0 else { throw AccountFailed(output: text) }
     return "postgres://\(device):\(password)@\(admin.host):\(admin.port)/\(database)"
       + "?sslmode=\(sslMode)"
+  }
+
+  /// `DOCSYNC_BIN` (Tools/test sets it), or `docsync` beside the test bundle.
+  static func docsyncBinary() throws -> String {
+    if let path = environment["DOCSYNC_BIN"], !path.isEmpty { return path }
+    let beside = Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("docsync")
+    guard FileManager.default.isExecutableFile(atPath: beside.path) else {
+      throw AccountFailed(output: "no docsync binary: set DOCSYNC_BIN or build it")
+    }
+    return beside.path
   }
 
   /// A new database with one account and one device role in it.
@@ -117,7 +130,7 @@ struct ClusterMissing: Error, CustomStringConvertible {
 
 struct AccountFailed: Error, CustomStringConvertible {
   let output: String
-  var description: String { "Tools/postgres-account failed: \(output)" }
+  var description: String { "docsync hub add-device failed: \(output)" }
 }
 
 func postgresFixture(url: String, database: String) throws -> HubFixture {

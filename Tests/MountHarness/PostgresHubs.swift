@@ -49,7 +49,7 @@ public enum TestPostgres {
     return url
   }
 
-  /// Creates `database` on the cluster of `admin`, then, with Tools/postgres-account (the
+  /// Creates `database` on the cluster of `admin`, then, with `docsync hub add-device` (the
   /// administrator's documented way), an account and a device role with a new password.
   static func createAccount(admin: String, database: String) throws -> (
     role: String, password: String
@@ -59,10 +59,15 @@ public enum TestPostgres {
       timeout: .seconds(60))
     let role = uniqueName("dev")
     let password = uniqueName("pw")
+    // The shared cluster is reached over TLS; a private one names its sslmode in its URL.
+    let tls =
+      admin.contains("?")
+      ? ""
+      : certificateAuthority.map { "?sslmode=verify-full&sslrootcert=\($0)" } ?? "?sslmode=disable"
     try check(
       [
-        "\(repositoryRoot)/Tools/postgres-account", try url(admin, database: database),
-        uniqueName("acct"), role,
+        try MountFixture.docsyncBinary(), "hub", "add-device",
+        try url(admin, database: database) + tls, uniqueName("acct"), role,
       ], env: ["DOCSYNC_DEVICE_PASSWORD": password], timeout: .seconds(60))
     return (role, password)
   }

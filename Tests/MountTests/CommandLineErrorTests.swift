@@ -39,6 +39,34 @@ struct CommandLineErrorTests {
     }
   }
 
+  /// Other devices refuse records whose device name holds control characters or is too long.
+  @Test(.needs(), arguments: ["two\nlines", String(repeating: "n", count: 256)])
+  func deviceNameThatOtherDevicesWouldRefuse(name: String) throws {
+    try MountFixture.withScratch { m throws in
+      let result = try run(
+        [
+          try MountFixture.docsyncBinary(), "mount", m.mountPoint, "--state", m.state, "--device",
+          name,
+        ],
+        timeout: .seconds(60))
+      #expect(result.status == 2, "\(result)")
+      #expect(result.stderr.contains("--device"), "\(result)")
+      #expect(!MountFixture.mountedPoints().contains(m.mountPoint))
+    }
+  }
+
+  /// A timeout that is no number of seconds is wrong usage, caught before any arithmetic.
+  @Test(.needs(), arguments: ["nan", "0", "-1", "inf", "1e300"])
+  func syncTimeoutThatIsNotADuration(timeout: String) throws {
+    try MountFixture.withScratch { m throws in
+      let result = try run(
+        [try MountFixture.docsyncBinary(), "sync", m.mountPoint, "--timeout", timeout],
+        timeout: .seconds(60))
+      #expect(result.status == 2, "\(result)")
+      #expect(result.stderr.contains("--timeout"), "\(result)")
+    }
+  }
+
   @Test(.needs())
   func mountPointThatIsAFile() throws {
     try MountFixture.withScratch { m throws in

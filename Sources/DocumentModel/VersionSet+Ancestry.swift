@@ -1,0 +1,27 @@
+extension VersionSet {
+  /// `id` and every known version it descends from.
+  public func ancestry(of id: VersionID) -> Set<VersionID> {
+    var seen: Set<VersionID> = []
+    var stack = [id]
+    while let next = stack.popLast() {
+      guard records[next] != nil, seen.insert(next).inserted else { continue }
+      stack += records[next]!.parents
+    }
+    return seen
+  }
+
+  /// The nearest common ancestor of `ids` (the heads of a conflict, say): of the versions that
+  /// each of them is or descends from, one that no other such version descends from. Where
+  /// criss-cross merges leave several, the latest (by time, then id) is taken, so every device
+  /// that knows the same versions picks the same one. Nil when history no longer has one.
+  public func nearestCommonAncestor(of ids: [VersionID]) -> VersionRecord? {
+    guard let first = ids.first else { return nil }
+    var common = ancestry(of: first)
+    for id in ids.dropFirst() { common.formIntersection(ancestry(of: id)) }
+    // Common ancestors are closed under "parent of": a version that is an ancestor of another
+    // common one is a parent of some common one, so the nearest are those that are nobody's.
+    var nearest = common
+    for id in common { nearest.subtract(records[id]!.parents) }
+    return nearest.compactMap { records[$0] }.max { ($0.modified, $0.id) < ($1.modified, $1.id) }
+  }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A stand-in PostgreSQL server on loopback that offers no TLS and asks every client for its
+/// password in cleartext, as a server with `password` in pg_hba.conf (or an attacker on the
+/// path) does; it records every password it is sent and refuses them all.
+final class CleartextServer: Sendable {
+  let port: Int
+  private let socket: Int32
+  private let received = Mutex<[String]>([])
+
+  /// The passwords clients sent.
+  var passwords: [String] { received.withLock { $0 } }
+
+  init() throws {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+      pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+        bind(socket, raw, length) == 0 && listen(socket, 8) == 0
+          && getsockname(socket, raw, &length) == 0
+      }
+    }
+    guard bound else {
+      close(socket)
+      throw POSIXError(.EADDRINUSE)
+    }
+    self.socket = socket
+    port = Int(UInt16(bigEndian: address.sin_port))
+    let listening = socket
+    Thread.detachNewThread { [self] in
+      while true {
+        let client = accept(listening, nil, nil)
+        if client < 0 { return }
+        serve(client)
+        close(client)
+      }
+    }
+  }
+
+  deinit {
+    shutdown(socket, Int32(SHUT_RDWR))
+    close(socket)
+  }
+
+  private func serve(_ client: Int32) {
+    // The startup packet, after an SSLRequest answered with 'N' when the client sends one.
+    guard var startup = readPacket(client, typed: false) else { return }
+    if startup.count == 4 && startup == [0x04, 0xd2, 0x16, 0x2f] {
+      _ = write(client, "N", 1)
+      guard let next = readPacket(client, typed: false) else { return }
+      startup = next
+    }
+    // AuthenticationCleartextPassword.
+    let request: [UInt8] = [UInt8(ascii: "R"), 0, 0, 0, 8, 0, 0, 0, 3]
+    _ = request.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+    guard let password = readPacket(client, typed: true) else { return }
+    let text = String(decoding: password.prefix { $0 != 0 }, as: UTF8.self)
+    received.withLock { $0.append(text) }
+    var fields: [UInt8] = []
+    for (code, value) in [
+      ("S", "FATAL"), ("V", "FATAL"), ("C", "28P01"),
+      ("M", "password authentication failed for user"),
+    ] {
+      fields += Array(code.utf8) + Array(value.utf8) + [0]
+    }
+    fields.append(0)
+    let size = UInt32(fields.count + 4).bigEndian
+    let error = [UInt8(ascii: "E")] + withUnsafeBytes(of: size) { Array($0) } + fields
+    _ = error.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+  }
+
+  /// One protocol message's body: a type byte first when `typed`, then a big-endian length
+  /// that counts itself.
+  private func readPacket(_ client: Int32, typed: Bool) -> [UInt8]? {
+    guard let header = readExactly(client, typed ? 5 : 4) else { return nil }
+    let lengthBytes = typed ? Array(header[1...4]) : header
+    let length = lengthBytes.reduce(0) { $0 << 8 | Int($1) }
+    guard length >= 4, length < 1 << 16 else { return nil }
+    return readExactly(client, length - 4)
+  }
+
+  private func readExactly(_ client: Int32, _ count: Int) -> [UInt8]? {
+    var buffer = [UInt8](repeating: 0, count: count)
+    var done = 0
+    while done < count {
+      let n = buffer.withUnsafeMutableBytes { read(client, $0.baseAddress! + done, count - done) }
+      if n <= 0 { return nil }
+      done += n
+    }
+    return buffer
+  }
+}
