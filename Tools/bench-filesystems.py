@@ -108,7 +108,8 @@ class DocsyncTarget(Target):
 
     def setup(self):
         os.makedirs(self.root, exist_ok=True)
-        os.makedirs(self.state, exist_ok=True)
+        # Private, as docsync makes its own: it warns about a state folder others can read.
+        os.makedirs(self.state, mode=0o700, exist_ok=True)
         subprocess.run(self.mount_command(), check=True)
 
     def mount_command(self):

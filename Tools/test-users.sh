@@ -12,8 +12,9 @@
 
 readonly test_user=docsync-user
 readonly test_other_user=docsync-other
+readonly fuse_conf_marker="# docsync tests: user_allow_other for the run, removed after it"
 fuse_mode_before=""
-fuse_conf_backup=""
+fuse_conf_added=""
 
 ensure_test_user() {
   if ! id -u "$1" >/dev/null 2>&1; then
@@ -24,6 +25,8 @@ ensure_test_user() {
   [[ -d $home ]] || install -d -o "$1" -g "$(id -gn "$1")" -m 0750 "$home"
 }
 
+# Each setting is put back only by the run that changed it, and only what it changed: a run
+# that finds them already in place (another run's, or the machine's own) leaves them be.
 setup_test_users() {
   ensure_test_user "$test_user"
   ensure_test_user "$test_other_user"
@@ -32,24 +35,18 @@ setup_test_users() {
   # A stock Debian desktop's udev makes /dev/fuse mode 0666; these machines have 0600, and then
   # libfuse 3.14's fusermount3 cannot mount for any ordinary user. Open it as Debian does for the
   # run; restore_fuse_settings puts the old mode back.
-  if [[ -z $fuse_mode_before ]]; then
-    fuse_mode_before=$(stat -c %a /dev/fuse)
+  local mode
+  mode=$(stat -c %a /dev/fuse)
+  if [[ $mode != 666 && -z $fuse_mode_before ]]; then
+    fuse_mode_before=$mode
     chmod 0666 /dev/fuse
   fi
 
   # fusermount3 refuses allow_other to an ordinary user unless /etc/fuse.conf says
-  # user_allow_other: the --allow-other test needs it. The file is restored afterwards.
-  if [[ -z $fuse_conf_backup ]]; then
-    fuse_conf_backup=$(mktemp /tmp/docsync-fuse.conf.XXXXXX)
-    if [[ -e /etc/fuse.conf ]]; then
-      cp -p /etc/fuse.conf "$fuse_conf_backup"
-    else
-      echo "absent" >"$fuse_conf_backup.absent"
-    fi
-    if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then
-      printf '\n# Added by docsync Tools/test for its --allow-other test; removed after it.\nuser_allow_other\n' \
-        >>/etc/fuse.conf
-    fi
+  # user_allow_other: the --allow-other test needs it. restore_fuse_settings takes it out.
+  if ! grep -qx 'user_allow_other' /etc/fuse.conf 2>/dev/null; then
+    [[ -e /etc/fuse.conf ]] && fuse_conf_added=line || fuse_conf_added=file
+    printf '%s\nuser_allow_other\n' "$fuse_conf_marker" >>/etc/fuse.conf
   fi
 
   # Every test run (root's and the user's) makes its folders here, as in /tmp.
@@ -63,15 +60,11 @@ restore_fuse_settings() {
     chmod "$fuse_mode_before" /dev/fuse || true
     fuse_mode_before=""
   fi
-  if [[ -n $fuse_conf_backup ]]; then
-    if [[ -e $fuse_conf_backup.absent ]]; then
-      rm -f /etc/fuse.conf "$fuse_conf_backup.absent"
-    else
-      cp -p "$fuse_conf_backup" /etc/fuse.conf
-    fi
-    rm -f "$fuse_conf_backup"
-    fuse_conf_backup=""
-  fi
+  case $fuse_conf_added in
+    line) sed -i "\%^$fuse_conf_marker\$%,+1d" /etc/fuse.conf ;;
+    file) rm -f /etc/fuse.conf ;;
+  esac
+  fuse_conf_added=""
 }
 
 # Folders on the way to the build that the test user may not enter, with their modes before.

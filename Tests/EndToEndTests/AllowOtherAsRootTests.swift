@@ -73,6 +73,9 @@ struct AllowOtherAsRootTests {
       // On the laptop: reading each document and each conflict version succeeds for the other
       // user exactly when the modes shown say so; so does resolving, by whichever of rm, mv,
       // cp and rm -r they try first that the modes allow.
+      // The owner opens one document to everyone, so the modes let the other user resolve its
+      // conflict by writing a version over it.
+      try expectSuccess(a.shell("chmod 0777 open && chmod 0666 open/shared.md"))
       let root = a.mountPoint
       var resolved: [String] = []
       for path in Self.conflicted {
@@ -118,6 +121,7 @@ struct AllowOtherAsRootTests {
           }
         }
       }
+      #expect(resolved.contains("open/shared.md"), "the modes let \(other) write open/shared.md")
       let intrusion = try asOther(["touch", a.path("intruder.md")])
       #expect(
         (intrusion.status == 0) == (try mayOther(.write, root, under: root)), "\(intrusion)")
