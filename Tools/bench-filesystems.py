@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import os
+import pwd
 import shutil
 import signal
 import subprocess
@@ -20,7 +21,9 @@ import sys
 import tarfile
 import time
 
-BENCH_ROOT = "/var/tmp/docsync-bench"  # not /tmp: often tmpfs, which would flatter plain
+# Not /tmp: often tmpfs, which would flatter plain. Tools/bench gives the ordinary user's run a
+# folder of its own (--bench-root).
+BENCH_ROOT = "/var/tmp/docsync-bench"
 
 
 class Figure:
@@ -105,7 +108,8 @@ class DocsyncTarget(Target):
 
     def setup(self):
         os.makedirs(self.root, exist_ok=True)
-        os.makedirs(self.state, exist_ok=True)
+        # Private, as docsync makes its own: it warns about a state folder others can read.
+        os.makedirs(self.state, mode=0o700, exist_ok=True)
         subprocess.run(self.mount_command(), check=True)
 
     def mount_command(self):
@@ -191,7 +195,8 @@ class RcloneTarget(Target):
 
 
 def drop_caches():
-    """Cold reads need the page cache empty; a container may forbid it, which is reported."""
+    """Cold reads need the page cache empty; a container, or an ordinary user, may not empty it,
+    which is reported."""
     os.sync()
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -361,6 +366,11 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def set_bench_root(path):
+    global BENCH_ROOT
+    BENCH_ROOT = path
+
+
 def clean_root():
     if os.path.exists(BENCH_ROOT):
         with open("/proc/self/mountinfo") as f:
@@ -380,7 +390,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a smaller run")
     parser.add_argument("--rounds", type=int,
                         help="rounds over every target, medians reported (default: 3; 1 quick)")
+    parser.add_argument("--bench-root", default=BENCH_ROOT,
+                        help=f"the folder every target lives in (default: {BENCH_ROOT})")
     args = parser.parse_args()
+    set_bench_root(args.bench_root)
+    # Root's mounts get FUSE passthrough (the kernel reads and writes docsync's working files
+    # itself); an ordinary user's do not, and that is what a person at their desk sees.
+    user = pwd.getpwuid(os.geteuid()).pw_name
     rounds = args.rounds or (1 if args.quick else 3)
     # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -446,7 +462,7 @@ def main():
                                                     measured[0].unit)
 
     names = list(figures)
-    print(f"\nfile systems, {'quick' if args.quick else 'full'} run, median of {rounds} "
+    print(f"\nfile systems as {user}, {'quick' if args.quick else 'full'} run, median of {rounds} "
           f"round{'s' if rounds > 1 else ''}: ratio to (a) plain; "
           "rates (MiB/s, IOPS) as docsync/plain (higher is better), times as a multiple "
           "(lower is better)")
@@ -476,9 +492,9 @@ def main():
 
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = os.path.join(args.results, f"{stamp}.json")
+    out = os.path.join(args.results, f"{stamp}-{user}.json")
     with open(out, "w") as f:
-        json.dump({"quick": args.quick, "rounds": rounds,
+        json.dump({"quick": args.quick, "rounds": rounds, "user": user,
                    "sizes": {k: v for k, v in size.items() if k != "tarball"},
                    "figures": {t: {w: fig and {"value": fig.value, "unit": fig.unit}
                                    for w, fig in row.items()} for t, row in figures.items()},

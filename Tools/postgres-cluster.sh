@@ -14,6 +14,9 @@ stop_postgres() {
 start_postgres() {
   pg_dir=$(mktemp -d /tmp/docsync-postgres.XXXXXX)
   chown postgres: "$pg_dir"
+  # The tests that run as an ordinary user (Tools/test-users.sh) verify the server against
+  # ca.crt: they may reach that one file by name; the keys and the data stay private.
+  chmod 0711 "$pg_dir"
   local password port
   password=$(openssl rand -hex 16)
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -25,8 +28,9 @@ start_postgres() {
       -keyout server.key -out server.csr 2>/dev/null
     openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
       -extfile <(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost') -out server.crt 2>/dev/null
-    chown postgres: server.key server.crt && chmod 600 server.key
-    printf '%s\n' "$password" >pwfile && chown postgres: pwfile
+    chown postgres: server.key server.crt && chmod 600 server.key ca.key
+    chmod 644 ca.crt
+    (umask 077 && printf '%s\n' "$password" >pwfile) && chown postgres: pwfile
   )
   runuser -u postgres -- "$pg_bin/initdb" -D "$pg_dir/data" -U docsync_admin \
     --pwfile="$pg_dir/pwfile" -A scram-sha-256 >/dev/null

@@ -160,80 +160,116 @@ extension DocumentFileSystem: LocalTree {
   }
 
   public func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
-    lock.withLock {
-      let path = change.path
-      guard !path.isRoot, !Self.isReserved(parent: Self.rootInode, name: path.components[0])
-      else { return .skipped }
-      let existing = node(at: path)
-      if existing.map(localEntry) != expected { return .skipped }
-      if let existing, existing.writers > 0 { return .skipped }
-      do throws(Errno) {
-        switch change {
-        case .remove:
-          guard let existing else { return .applied(nil) }
-          if existing.isDirectory && !existing.children.isEmpty {
-            return .applied(localEntry(existing))
-          }
-          try removeForSync(existing, at: path)
-          return .applied(nil)
-        case .directory:
-          if let existing, existing.isDirectory { return .applied(.directory) }
-          let folder = try folderForSync(path.parent)
-          if let existing { try removeForSync(existing, at: path) }
-          let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | folderMode, caller: owner)
-          try insertForSync(record, name: path.name, in: folder)
-          return .applied(.directory)
-        case .symlink(_, let target, let modificationTime):
-          let folder = try folderForSync(path.parent)
-          if let existing {
-            if existing.isDirectory && !existing.children.isEmpty { return .skipped }
-            try removeForSync(existing, at: path)
-          }
-          var record = newRecord(in: folder, mode: UInt32(S_IFLNK) | 0o777, caller: owner)
-          record.target = target
-          record.modificationTime = modificationTime
-          try insertForSync(record, name: path.name, in: folder)
-          return .applied(.symlink(target: target, modificationTime: modificationTime))
-        case .file(_, let blob, let executable, let modificationTime):
-          let folder = try folderForSync(path.parent)
-          var target = existing
-          if let current = existing, !current.isRegular {
-            if current.isDirectory && !current.children.isEmpty { return .skipped }
-            try removeForSync(current, at: path)
-            target = nil
-          }
-          let node: Node
-          if let target {
-            node = target
-            try replaceContent(of: node, with: blob, modificationTime: modificationTime)
-          } else {
-            // A new file's working file gets its content before the file gets its name, so
-            // a crash leaves no named file half written, and no empty working file is made
-            // only to be replaced (ext4 then steps over every recently deleted inode).
-            let record = newRecord(in: folder, mode: UInt32(S_IFREG) | fileMode, caller: owner)
-            guard let fd = try createWorkingFile(record.inode, flags: 0) else { throw .ioError }
-            do throws(Errno) {
-              defer { close(fd) }
-              try copyContent(of: blob, into: fd, modificationTime: modificationTime)
-            } catch {
-              _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
-              throw error
-            }
-            node = try insertForSync(record, name: path.name, in: folder)
-          }
-          let mode =
-            executable ? node.mode | ((node.mode & 0o444) >> 2) : node.mode & ~UInt32(0o111)
-          if mode != node.mode {
-            node.mode = mode
-            try persist([.putInode(node.record)])
-          }
-          invalidations.post(.inode(node.inode))
-          return .applied(localEntry(node))
+    lock.withLock { applyLocked(change, expected: expected) }
+  }
+
+  /// The part of `apply` under the tree lock: only checks, renames and the tree's records;
+  /// a file's content was written and made durable before (``LocalStore/createIncomingFile()``),
+  /// and the engine fsyncs the folders after a batch of renames.
+  private func applyLocked(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
+    let path = change.path
+    guard !path.isRoot, !Self.isReserved(parent: Self.rootInode, name: path.components[0])
+    else { return .skipped }
+    let existing = node(at: path)
+    if existing.map(localEntry) != expected { return .skipped }
+    if let existing, existing.writers > 0 { return .skipped }
+    do throws(Errno) {
+      switch change {
+      case .remove:
+        guard let existing else { return .applied(nil) }
+        if existing.isDirectory && !existing.children.isEmpty {
+          return .applied(localEntry(existing))
         }
-      } catch {
-        return .skipped
+        try removeForSync(existing, at: path)
+        return .applied(nil)
+      case .directory:
+        if let existing, existing.isDirectory { return .applied(.directory) }
+        let folder = try folderForSync(path.parent)
+        if let existing { try removeForSync(existing, at: path) }
+        let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | folderMode, caller: owner)
+        try insertForSync(record, name: path.name, in: folder)
+        return .applied(.directory)
+      case .symlink(_, let target, let modificationTime):
+        let folder = try folderForSync(path.parent)
+        if let existing {
+          if existing.isDirectory && !existing.children.isEmpty { return .skipped }
+          try removeForSync(existing, at: path)
+        }
+        var record = newRecord(in: folder, mode: UInt32(S_IFLNK) | 0o777, caller: owner)
+        record.target = target
+        record.modificationTime = modificationTime
+        try insertForSync(record, name: path.name, in: folder)
+        return .applied(.symlink(target: target, modificationTime: modificationTime))
+      case .file(_, let incoming, let executable):
+        let folder = try folderForSync(path.parent)
+        var target = existing
+        if let current = existing, !current.isRegular {
+          if current.isDirectory && !current.children.isEmpty { return .skipped }
+          try removeForSync(current, at: path)
+          target = nil
+        }
+        let node: Node
+        if let target, target.openCount == 0, target.linkCount == 1 {
+          // Nobody has the file open: the new content takes its working file's name, and the
+          // inode (whose number git compares) stays. The kernel forgets its cached pages.
+          try renameWorkingFile(incoming, to: target.inode)
+          node = target
+          invalidations.post(.inode(node.inode))
+        } else if let target {
+          // Open files are never rewritten: as when a file is renamed over another on a local
+          // disk, the path gets a new inode with the new content, and whoever has the old one
+          // open (a descriptor here, or the kernel's backing file under passthrough, which
+          // cannot be re-pointed) keeps reading the old content until the last close. A file
+          // with other hard links keeps them: each name syncs as a document of its own.
+          var record = newRecord(
+            in: folder, mode: target.mode, caller: Caller(uid: target.uid, gid: target.gid))
+          record.gid = target.gid
+          try renameWorkingFile(incoming, to: record.inode)
+          do throws(Errno) {
+            try removeForSync(target, at: path)
+            node = try insertForSync(record, name: path.name, in: folder)
+          } catch {
+            _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+            throw error
+          }
+          if !target.extendedAttributes.isEmpty {
+            node.extendedAttributes = target.extendedAttributes
+            try persist(
+              target.extendedAttributes.map {
+                .putExtendedAttribute(
+                  ExtendedAttributeRecord(inode: node.inode, name: $0.key, value: $0.value))
+              })
+          }
+        } else {
+          // A new file's working file has its content before the file gets its name, so a
+          // crash leaves no named file half written.
+          let record = newRecord(in: folder, mode: UInt32(S_IFREG) | fileMode, caller: owner)
+          try renameWorkingFile(incoming, to: record.inode)
+          do throws(Errno) {
+            node = try insertForSync(record, name: path.name, in: folder)
+          } catch {
+            _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+            throw error
+          }
+        }
+        let mode =
+          executable ? node.mode | ((node.mode & 0o444) >> 2) : node.mode & ~UInt32(0o111)
+        if mode != node.mode {
+          node.mode = mode
+          try persist([.putInode(node.record)])
+        }
+        return .applied(localEntry(node))
       }
+    } catch {
+      return .skipped
     }
+  }
+
+  /// Gives a working file on its way in (see ``LocalStore/createIncomingFile()``) the name of
+  /// an inode's working file, replacing what had it.
+  private func renameWorkingFile(_ incoming: String, to inode: UInt64) throws(Errno) {
+    guard renameat(store.workingFiles, incoming, store.workingFiles, workingFileName(inode)) == 0
+    else { throw Errno(rawValue: errno) }
   }
 
   public func flushKernelCaches() {
@@ -293,51 +329,5 @@ extension DocumentFileSystem: LocalTree {
     reapIfUnused(node)
     invalidations.post(.delete(parent: folder.inode, child: node.inode, name: name.name))
     invalidations.post(.inode(folder.inode))
-  }
-
-  /// Replaces a working file with a blob's content. A file nobody has open gets a copy beside
-  /// it renamed over it, so a crash never leaves half a file. A file that is open is
-  /// overwritten in place: its readers' descriptors, and the kernel's own backing file under
-  /// FUSE passthrough, point at that working file, and they must see the new content.
-  /// Only readers can be open here: a remote change waits for the last writer to close.
-  private func replaceContent(of node: Node, with blob: String, modificationTime: Int64)
-    throws(Errno)
-  {
-    let name = workingFileName(node.inode)
-    let inPlace = openFiles.values.contains { $0.inode == node.inode }
-    let temporary = name + ".sync"
-    let target =
-      inPlace
-      ? openat(store.workingFiles, name, O_WRONLY | O_CLOEXEC)
-      : openat(store.workingFiles, temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard target >= 0 else { throw Errno(rawValue: errno) }
-    defer { close(target) }
-    try copyContent(of: blob, into: target, modificationTime: modificationTime)
-    if !inPlace && renameat(store.workingFiles, temporary, store.workingFiles, name) != 0 {
-      throw Errno(rawValue: errno)
-    }
-  }
-
-  /// Writes a blob's content over the file open at `target` (from its start, then cut to the
-  /// blob's size), sets its times and makes it durable.
-  private func copyContent(of blob: String, into target: Int32, modificationTime: Int64)
-    throws(Errno)
-  {
-    let source = Glibc.open(blob, O_RDONLY | O_CLOEXEC)
-    guard source >= 0 else { throw Errno(rawValue: errno) }
-    defer { close(source) }
-    // sendfile copies inside the kernel: no pass through this process's memory.
-    var size: off_t = 0
-    while true {
-      let n = sendfile(target, source, nil, 1 << 30)
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 { throw Errno(rawValue: errno) }
-      if n == 0 { break }
-      size += off_t(n)
-    }
-    guard ftruncate(target, size) == 0 else { throw Errno(rawValue: errno) }
-    let time = timespecFrom(nanoseconds: modificationTime)
-    _ = futimens(target, [time, time])
-    guard fsync(target) == 0 else { throw Errno(rawValue: errno) }
   }
 }

@@ -159,6 +159,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     }
     if !dangling.isEmpty { try persist(dangling) }
     removeStrayWorkingFiles()
+    store.removeIncomingLeftovers()
   }
 
   // MARK: - Helpers shared by the operation files
@@ -316,7 +317,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     // The owner may write the folders of `.versions`, so that `rm`, `rm -r` and `mv` out
     // pass the kernel's permission checks (default_permissions) and a file manager offers
     // them; creating, renaming within and writing are refused by the operations themselves.
-    result.st_mode = UInt32(S_IFDIR) | folderMode
+    result.st_mode = UInt32(S_IFDIR) | (root.mode & 0o555) | 0o200
     result.st_nlink = 2
     result.st_uid = root.uid
     result.st_gid = root.gid

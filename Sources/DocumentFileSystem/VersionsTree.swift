@@ -27,6 +27,9 @@ final class VersionsTree: @unchecked Sendable {
   private var views: [DocumentPath: MergeViews] = [:]
   /// When each cached document's conflict was seen gone (monotonic milliseconds).
   private var resolvedAt: [DocumentPath: UInt64] = [:]
+  /// The modes of the real files and folders that `.versions` entries stand for, as last seen
+  /// outside the tree lock: attributes are also asked for under it, where the tree cannot be.
+  private var modes: [DocumentPath: UInt32] = [:]
   private var next = firstInode
 
   init() { pthread_mutex_init(&mutex, nil) }
@@ -82,6 +85,10 @@ final class VersionsTree: @unchecked Sendable {
   }
 
   static let lingerMilliseconds: UInt64 = 10_000
+  func mode(of path: DocumentPath) -> UInt32? { withLock { modes[path] } }
+  func remember(_ seen: [DocumentPath: UInt32?]) {
+    withLock { for (path, mode) in seen { modes[path] = mode } }
+  }
 
   /// The entries of the virtual folder for `prefix`: subfolders toward deeper conflicts, and
   /// the versions of the document at `prefix` itself.
@@ -115,17 +122,55 @@ extension DocumentFileSystem {
     return path
   }
 
+  /// Notes the modes of the real paths that `.versions` entries at `paths` stand for. Called
+  /// without the tree lock.
+  func refreshModes(_ paths: [DocumentPath]) {
+    let seen = lock.withLock {
+      Dictionary(paths.map { ($0, node(at: $0)?.mode) }, uniquingKeysWith: { first, _ in first })
+    }
+    versions.remember(seen)
+  }
+
+  /// `.versions` shows nobody what the real file's or folder's modes keep from them: a folder
+  /// of `.versions` may be entered and read by whoever may enter and read what it mirrors (a
+  /// document's folder by whoever may read the document), and only its owner writes it, which
+  /// lets the owner `rm` and `mv` out; a version may be read by whoever may read its document.
+  func virtualMode(of key: VersionsTree.Key) -> UInt32 {
+    switch key {
+    case .folder(let path):
+      let mirrored = path.isRoot ? nodes[Self.rootInode]?.mode : versions.mode(of: path)
+      guard let mirrored else { return UInt32(S_IFDIR) | folderMode }
+      var bits = mirrored & 0o555
+      if mirrored & UInt32(S_IFMT) != UInt32(S_IFDIR) {
+        bits = (mirrored & 0o444) | ((mirrored & 0o444) >> 2)
+      }
+      return UInt32(S_IFDIR) | bits | 0o200
+    case .version:
+      return UInt32(S_IFREG) | (0o444 & ~creationMask)
+    case .view(let path, _):
+      return versionMode(of: path)
+    }
+  }
+
+  /// A version's mode: read-only, readable by whoever may read its document.
+  func versionMode(of document: DocumentPath) -> UInt32 {
+    guard let mirrored = versions.mode(of: document), mirrored & UInt32(S_IFMT) == UInt32(S_IFREG)
+    else { return UInt32(S_IFREG) | (0o444 & ~creationMask) }
+    return UInt32(S_IFREG) | (mirrored & 0o444)
+  }
+
   func virtualAttributes(_ inode: UInt64) throws(Errno) -> stat {
     var result = versionsAttributes()
     result.st_ino = UInt(inode)
     switch versions.key(inode) {
-    case .folder?:
+    case .folder(let path)?:
+      result.st_mode = virtualMode(of: .folder(path))
       return result
     case .view(let path, let isBase)?:
       // From the cache only: this runs under the tree lock, where the engine must not be asked.
       guard let views = versions.cachedViews(path), let bytes = isBase ? views.base : views.merged
       else { throw .noSuchFileOrDirectory }
-      result.st_mode = UInt32(S_IFREG) | (0o444 & ~creationMask)
+      result.st_mode = versionMode(of: path)
       result.st_nlink = 1
       result.st_size = bytes.count
       result.st_blocks = (bytes.count + 511) / 512
@@ -136,9 +181,8 @@ extension DocumentFileSystem {
       return result
     case .version?:
       guard let record = versions.record(inode) else { throw .noSuchFileOrDirectory }
-      // Versions are immutable: nobody may write them, and those who may read the documents
-      // docsync makes may read them.
-      result.st_mode = UInt32(S_IFREG) | (0o444 & ~creationMask)
+      // Versions are immutable: nobody may write them.
+      result.st_mode = versionMode(of: record.path)
       result.st_nlink = 1
       var size: UInt64 = 0
       switch record.content {
@@ -160,6 +204,7 @@ extension DocumentFileSystem {
   func virtualLookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
     try Self.validate(name: name)
     let prefix = try folderPath(parent)
+    refreshModes(name == Array(".".utf8) ? [prefix] : [prefix, prefix.appending(name)])
     if name == Array(".".utf8) { return try virtualAttributes(parent) }
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
     if let match = listing.versions.first(where: { $0.name == name }) {
@@ -194,6 +239,7 @@ extension DocumentFileSystem {
   )] {
     let prefix = try folderPath(inode)
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
+    refreshModes([prefix] + listing.folders.map { prefix.appending($0) })
     let up: UInt64 =
       prefix.components.count <= 1
       ? (prefix.isRoot ? Self.rootInode : Self.versionsInode)
@@ -347,6 +393,8 @@ extension DocumentFileSystem {
       key: heads.key, merged: merged, base: base, overlaps: overlaps,
       modified: heads.current.modified)
     versions.cache(views, for: path)
+    engine.noteMergedView(
+      at: path, heads: [heads.current.id] + heads.others.map(\.id), content: merged)
     return views
   }
 

@@ -186,8 +186,9 @@ public final class DocumentMount: LowLevelFileSystem {
   {
     run { () throws(Errno) in
       let file = try fileSystem.open(inode: inode, flags: flags, caller: caller(context))
-      // keep_cache is safe while every change to the content goes through this mount; the
-      // sync layer invalidates an inode before it replaces the working file. With passthrough
+      // keep_cache is safe while every change to the content goes through this mount: sync
+      // renames new content only over a file nobody has open, and then invalidates the inode;
+      // an open file is never rewritten (its path gets a new inode). With passthrough
       // the kernel reads and writes the working file itself and keeps no cache of its own.
       // Nothing happens at the close of a reader, so it costs no FLUSH request.
       return OpenReply(

@@ -30,6 +30,8 @@ public struct SyncSnapshot: Sendable {
   public var outbox: [[UInt8]] = []
   public var shown: [ShownRecord] = []
   public var metadata: [String: [UInt8]] = [:]
+  /// Remote changes that were being applied when the last run ended.
+  public var intents: [ApplyIntent] = []
 }
 
 /// One change to the sync engine's durable state.
@@ -40,6 +42,8 @@ public enum SyncChange: Sendable {
   case show(ShownRecord)
   case unshow(path: [UInt8])
   case setMetadata(key: String, value: [UInt8])
+  case beginApply(ApplyIntent)
+  case endApply(path: [UInt8])
 }
 
 extension LocalStore {
@@ -64,6 +68,12 @@ extension LocalStore {
         }
         for row in try Row.fetchAll(db, sql: "SELECT key, value FROM sync_meta") {
           snapshot.metadata[row[0]] = [UInt8](row[1] as Data)
+        }
+        for row in try Row.fetchAll(db, sql: "SELECT path, id, hash FROM applying") {
+          snapshot.intents.append(
+            ApplyIntent(
+              path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
+              contentHash: [UInt8](row[2] as Data)))
         }
         return snapshot
       }
@@ -105,6 +115,15 @@ extension LocalStore {
             try db.cachedStatement(
               sql: "INSERT OR REPLACE INTO sync_meta (key, value) VALUES (?, ?)"
             ).execute(arguments: [key, Data(value)])
+          case .beginApply(let intent):
+            try db.cachedStatement(
+              sql: "INSERT OR REPLACE INTO applying (path, id, hash) VALUES (?, ?, ?)"
+            ).execute(arguments: [
+              Data(intent.path), Data(intent.versionID), Data(intent.contentHash),
+            ])
+          case .endApply(let path):
+            try db.cachedStatement(sql: "DELETE FROM applying WHERE path = ?").execute(
+              arguments: [Data(path)])
           }
         }
       }

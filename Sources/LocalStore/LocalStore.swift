@@ -19,7 +19,7 @@ public final class LocalStore: @unchecked Sendable {
   public init(directory: String) throws(LocalStoreError) {
     self.directory = directory
     let filesPath = directory + "/files"
-    for path in [directory, filesPath] {
+    for path in [directory, filesPath, filesPath + "/" + Self.incomingFolder] {
       if mkdir(path, 0o700) != 0 && errno != EEXIST {
         throw .unusable(path, String(cString: strerror(errno)))
       }
@@ -38,7 +38,11 @@ public final class LocalStore: @unchecked Sendable {
     var configuration = Configuration()
     configuration.prepareDatabase { db in
       // WAL with synchronous=NORMAL: a committed transaction survives a crash of this process
-      // (kill -9) without an fsync per commit; `syncJournal` makes it survive power loss too.
+      // (kill -9) without an fsync per commit, which the tree's lock would wait on; the
+      // commits that must survive power loss are followed by `syncJournal`: an intent before
+      // a remote change takes a file's name, and the records before they go to the hub.
+      // What the tree records may lag after a power cut; the start settles that from the
+      // files themselves (a file that went back to an older version is not a local edit).
       try db.execute(sql: "PRAGMA journal_mode = WAL")
       try db.execute(sql: "PRAGMA synchronous = NORMAL")
     }
@@ -62,7 +66,7 @@ public final class LocalStore: @unchecked Sendable {
     shardName(inode) + "/" + String(inode)
   }
 
-  private static func shardName(_ inode: UInt64) -> String {
+  static func shardName(_ inode: UInt64) -> String {
     let digits = Array("0123456789abcdef")
     return String([digits[Int((inode >> 4) & 0xf)], digits[Int(inode & 0xf)]])
   }
@@ -112,6 +116,16 @@ public final class LocalStore: @unchecked Sendable {
             ctime INTEGER NOT NULL
           ) WITHOUT ROWID;
           CREATE TABLE sync_meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+          """)
+    }
+    migrator.registerMigration("v3: remote changes being applied") { db in
+      try db.execute(
+        sql: """
+          CREATE TABLE applying (
+            path BLOB PRIMARY KEY,
+            id BLOB NOT NULL,
+            hash BLOB NOT NULL
+          ) WITHOUT ROWID;
           """)
     }
     return migrator

@@ -15,15 +15,17 @@ public enum LocalEntry: Sendable, Equatable {
 
 /// A remote version to write into the local tree.
 public enum RemoteChange: Sendable {
-  /// Replace or create the file at `path` with the content of the blob file at `blob`.
-  case file(path: DocumentPath, blob: String, executable: Bool, modificationTime: Int64)
+  /// Replace or create the file at `path` with the working file `incoming` (a name relative
+  /// to the working files, from ``LocalStore/createIncomingFile()``), whose content, times
+  /// and durability the engine has seen to; the file system only gives it the path's name.
+  case file(path: DocumentPath, incoming: String, executable: Bool)
   case directory(path: DocumentPath)
   case symlink(path: DocumentPath, target: [UInt8], modificationTime: Int64)
   case remove(path: DocumentPath)
 
   public var path: DocumentPath {
     switch self {
-    case .file(let path, _, _, _), .directory(let path), .symlink(let path, _, _),
+    case .file(let path, _, _), .directory(let path), .symlink(let path, _, _),
       .remove(let path):
       path
     }
@@ -50,7 +52,8 @@ public protocol LocalTree: AnyObject, Sendable {
   func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry]
   /// Whether a file at `path` is open for writing.
   func hasOpenWriter(at path: DocumentPath) -> Bool
-  /// Writes a remote version, unless the path no longer holds `expected`.
+  /// Writes a remote version, unless the path no longer holds `expected`. For a file, only
+  /// renames the engine's new working file into place; the engine fsyncs the folders after.
   func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome
   /// The conflict versions changed: views of `.versions` must be refreshed.
   func conflictsChanged(at paths: Set<DocumentPath>)

@@ -15,8 +15,9 @@ extension SyncEngine {
       let forced = target > withLock({ syncCompleted })
       let (quiet, pending) = changeLog.quietFor()
       if pending && (quiet >= quietMilliseconds || forced) {
-        withLock { recordWindow(force: forced) }
+        recordWindow(force: forced)
       }
+      applyPending()
       let now = monotonicMilliseconds()
       let isPaused = withLock { paused }
       if isPaused || (!forced && now < retryAt) {
@@ -27,8 +28,10 @@ extension SyncEngine {
       do throws(SyncError) {
         try await push()
         while try await pull() {}
+        try await fetchMissingBlobs()
+        withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
+        applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
-          if !deferred.isEmpty { reconcile(Array(deferred)) }
           if let offline {
             logger.info(
               "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))"
@@ -149,6 +152,9 @@ extension SyncEngine {
         ready.append(record)
       }
       guard !ready.isEmpty else { return }
+      // What other devices will see must survive a power cut here: a record lost locally
+      // after it reached the hub would be made again, and conflict with itself.
+      store.syncJournal()
       do {
         try await hub.append(
           ready.map { record in

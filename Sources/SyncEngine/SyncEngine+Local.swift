@@ -5,15 +5,90 @@ import LocalStore
 extension SyncEngine {
   /// Folds the pending local operations into versions, except those of paths still open for
   /// writing (a version is taken after the last writer closes): they, and whatever a rename
-  /// ties to them, wait in the log. Called with the lock held.
+  /// ties to them, wait in the log. Called without the lock: changed files are hashed and
+  /// copied into blobs outside it, so `.versions` and `docsync status` never wait on a copy.
   func recordWindow(force: Bool) {
-    guard let tree else { return }
+    // `.docsyncignore` is read first, outside the lock: its patterns decide what else counts.
+    var early: [DocumentPath: (LocalEntry, VersionContent?)] = [:]
+    if changeLog.peekPaths().contains(IgnoreRules.filePath),
+      let job = withLock({ hashJob(at: IgnoreRules.filePath) })
+    {
+      early[IgnoreRules.filePath] = (job.entry, try? hashFile(job))
+    }
+    guard let window = withLock({ beginWindow(early: early) }) else { return }
+    var after = window.after
+    var hashed: [String] = []
+    for job in window.toHash {
+      do {
+        if let content = try hashFile(job) {
+          after[job.path] = content
+          if let hash = content.blobHash { hashed.append(hash.hex) }
+        }
+      } catch {
+        logger.error("cannot read \(job.path) to sync it: \(error)")
+      }
+    }
+    // The blobs' names reach the disk before any record that names them can.
+    if !hashed.isEmpty { store.syncBlobFolders(of: hashed) }
+    withLock { finishWindow(window, after: after) }
+  }
+
+  /// A file whose content must be hashed, as the tree showed it when the window closed.
+  struct HashJob {
+    var path: DocumentPath
+    var entry: LocalEntry
+    var inode: UInt64
+    var executable: Bool
+  }
+
+  /// What a window found under the lock, for `finishWindow` once the changed files are hashed.
+  struct Window {
+    var operations: [LocalOperation]
+    var coverage: Set<DocumentPath>
+    var before: [DocumentPath: VersionRecord]
+    var after: [DocumentPath: VersionContent]
+    var entries: [DocumentPath: LocalEntry]
+    var toHash: [HashJob]
+  }
+
+  /// The file at `path` if its content must be hashed (it changed since the version it
+  /// showed). Called with the lock held.
+  private func hashJob(at path: DocumentPath) -> HashJob? {
+    guard let entry = tree?.entry(at: path),
+      case .file(let inode, let size, let mtime, let ctime, let executable) = entry
+    else { return nil }
+    if let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+      case .file(let hash, _, _) = version.content, record.size == size,
+      record.modificationTime == mtime, record.changeTime == ctime, blobs.contains(hash)
+    {
+      return nil
+    }
+    return HashJob(path: path, entry: entry, inode: inode, executable: executable)
+  }
+
+  /// Hashes a working file into a blob, outside the lock. The working file is fsynced first:
+  /// a version must never name content that a power cut can take back from the file, or the
+  /// older content would come back as a new local edit.
+  func hashFile(_ job: HashJob) throws(SyncError) -> VersionContent? {
+    let fd = openat(
+      store.workingFiles, LocalStore.workingFileName(job.inode), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    _ = fsync(fd)
+    let (hash, copied) = try blobs.add(from: fd)
+    return .file(hash: hash, size: UInt64(copied), executable: job.executable)
+  }
+
+  /// The first part of a window, under the lock: takes the operations and finds what each
+  /// touched path showed and shows now; files that changed are left to hash.
+  private func beginWindow(early: [DocumentPath: (LocalEntry, VersionContent?)]) -> Window? {
+    guard let tree else { return nil }
     let pendingPaths = changeLog.peekPaths()
-    guard !pendingPaths.isEmpty else { return }
+    guard !pendingPaths.isEmpty else { return nil }
     // Editor litter that stays open as long as the editor (vim's swap file) holds nothing back.
     let open = pendingPaths.filter { !ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
     let operations = changeLog.drain(holdingBack: open)
-    guard !operations.isEmpty else { return }
+    guard !operations.isEmpty else { return nil }
 
     var coverage: Set<DocumentPath> = []
     for operation in operations {
@@ -30,33 +105,58 @@ extension SyncEngine {
     }
     coverage.remove(.root)
 
-    var before: [DocumentPath: VersionRecord] = [:]
-    var after: [DocumentPath: VersionContent] = [:]
-    var entries: [DocumentPath: LocalEntry] = [:]
+    var window = Window(
+      operations: operations, coverage: coverage, before: [:], after: [:], entries: [:],
+      toHash: [])
     // `.docsyncignore` first: its new patterns already apply to the files saved with it.
     let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
     for path in ordered {
       if let record = shown[path], let version = known[VersionID(digest(record.versionID))] {
-        before[path] = version
+        window.before[path] = version
       }
       guard !ignore.isIgnored(path), let entry = tree.entry(at: path) else {
         if path == IgnoreRules.filePath { adopt(.builtIn) }
         continue
       }
-      entries[path] = entry
-      do {
-        if let content = try content(of: entry, at: path, previous: before[path]) {
-          after[path] = content
+      window.entries[path] = entry
+      if case .file = entry, let job = hashJob(at: path) {
+        if let (seen, content) = early[path], seen == entry {
+          window.after[path] = content
+        } else if path == IgnoreRules.filePath {
+          // Changed again since it was read a moment ago: a pattern file, read here.
+          window.after[path] = try? hashFile(job)
+        } else {
+          window.toHash.append(job)
+          continue
         }
-      } catch {
-        logger.error("cannot read \(path) to sync it: \(error)")
+      } else {
+        do {
+          if let content = try content(of: entry, at: path, previous: window.before[path]) {
+            window.after[path] = content
+          }
+        } catch {
+          logger.error("cannot read \(path) to sync it: \(error)")
+        }
       }
-      if path == IgnoreRules.filePath, case .file(let hash, _, _)? = after[path],
+      if path == IgnoreRules.filePath, case .file(let hash, _, _)? = window.after[path],
         let bytes = blobs.bytes(hash)
       {
         adopt(IgnoreRules(fileContent: bytes))
       }
     }
+    // Remote changes wait while these paths are being recorded.
+    recording.formUnion(coverage)
+    return window
+  }
+
+  /// The second part of a window, under the lock: the versions of what the window changed.
+  private func finishWindow(_ window: Window, after: [DocumentPath: VersionContent]) {
+    defer { recording.subtract(window.coverage) }
+    guard let tree else { return }
+    let operations = window.operations
+    let coverage = window.coverage
+    let before = window.before
+    let entries = window.entries
 
     var changes: [PendingChange] = []
     for change in SaveCoalescer.changes(
@@ -69,6 +169,20 @@ extension SyncEngine {
         let resolution = Resolution.choose(chosen.id).changes(in: known, state: state)
         if !resolution.isEmpty {
           changes += resolution
+          continue
+        }
+      }
+      // Writing the exact bytes of `.versions/<path>/merged<ext>` over the document resolves
+      // every conflict version of it: the merge follows all the heads it was made from.
+      if let hash = change.content.blobHash, let merged = mergedViews[change.path],
+        merged.hash == hash, state.conflicts[change.path] != nil
+      {
+        let heads = known.heads(at: change.path).map(\.id)
+        if Set(heads) == Set(merged.heads) {
+          changes.append(
+            PendingChange(
+              path: change.path, content: change.content, parents: heads,
+              contentTime: change.contentTime))
           continue
         }
       }
@@ -165,18 +279,15 @@ extension SyncEngine {
     throws(SyncError) -> VersionContent?
   {
     switch entry {
-    case .file(let inode, let size, let mtime, let ctime, let executable):
+    case .file(_, let size, let mtime, let ctime, let executable):
       if let previous, case .file(let hash, let oldSize, _) = previous.content,
         let record = shown[path], record.size == size, record.modificationTime == mtime,
         record.changeTime == ctime, blobs.contains(hash)
       {
         return .file(hash: hash, size: oldSize, executable: executable)
       }
-      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { return nil }
-      defer { close(fd) }
-      let (hash, copied) = try blobs.add(from: fd)
-      return .file(hash: hash, size: UInt64(copied), executable: executable)
+      // Changed files are hashed outside the lock (`hashFile`).
+      return nil
     case .directory:
       return .directory
     case .symlink(let target, _):
@@ -199,7 +310,9 @@ extension SyncEngine {
       $0.components.count > $1.components.count
     }
     for path in creations + removals where !path.isRoot && !ignore.isIgnored(path) {
-      if busy.contains(path) || tree.hasOpenWriter(at: path) {
+      if busy.contains(path) || recording.contains(path) || applying.contains(path)
+        || tree.hasOpenWriter(at: path)
+      {
         deferred.insert(path)
         continue
       }
@@ -225,7 +338,11 @@ extension SyncEngine {
       {
         return show(path, record, local)
       }
-      guard let hash = record.content.blobHash, blobs.contains(hash) else { return false }
+      guard let hash = record.content.blobHash else { return false }
+      guard blobs.contains(hash) else {
+        noteMissing(hash)
+        return false
+      }
       if record.kind == .symlink {
         guard let target = blobs.bytes(hash) else {
           blobs.remove(hash)
@@ -237,16 +354,15 @@ extension SyncEngine {
         }
         change = .symlink(path: path, target: target, modificationTime: time)
       } else {
-        guard blobs.verify(hash) else {
-          logger.error("local blob \(hash.hex) does not match its hash; fetching it again")
-          blobs.remove(hash)
-          return false
-        }
-        guard case .file(_, _, let executable) = record.content else { return true }
-        change = .file(
-          path: path, blob: blobs.path(hash), executable: executable,
+        guard case .file(_, let size, let executable) = record.content else { return true }
+        // The content is copied (and checked against its hash) outside every lock; the path
+        // stays deferred until it lands (`applyPending`).
+        pendingApplies[path] = FileApply(
+          path: path, expected: local, target: record, hash: hash, size: size,
+          executable: executable,
           modificationTime: record.contentTime
             ?? Int64(record.modified.wallMilliseconds) * 1_000_000)
+        return false
       }
     case .directory(let record):
       target = record
@@ -294,7 +410,7 @@ extension SyncEngine {
     }
   }
 
-  private func show(_ path: DocumentPath, _ record: VersionRecord, _ entry: LocalEntry?) -> Bool {
+  func show(_ path: DocumentPath, _ record: VersionRecord, _ entry: LocalEntry?) -> Bool {
     let shownRecord = shownRecord(path, record, entry)
     do {
       try persist([.show(shownRecord)])

@@ -74,9 +74,26 @@ public final class SyncEngine: @unchecked Sendable {
   var author: VersionAuthor
   var cursor: HubCursor
   var deferred: Set<DocumentPath> = []
+  /// Remote file versions to write into the tree, by path: their content is copied outside
+  /// the lock (`applyPending`). Their paths stay in `deferred` until they land.
+  var pendingApplies: [DocumentPath: FileApply] = [:]
+  /// Paths whose remote content is being written, outside the lock.
+  var applying: Set<DocumentPath> = []
+  /// Paths of a window whose files are being hashed, outside the lock.
+  var recording: Set<DocumentPath> = []
+  /// Blobs to fetch again (missing, or found damaged), with when to try next and how long to
+  /// wait after that (milliseconds).
+  var missingBlobs: [ContentHash: (retryAt: UInt64, backoff: UInt64)] = [:]
+  /// Blobs checked against their hash, as their files were then.
+  var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
+  /// Remote changes that were being applied when the last run ended, settled at start.
+  var intents: [ApplyIntent] = []
   /// Versions whose content this device cannot provide (its blob was damaged and the file
   /// has changed since): not retried until the next start, and reported by `synchronize`.
   var stalled: Set<VersionID> = []
+  /// The merged views people may copy over a document, by path: the heads each was made from
+  /// and its content's hash (see `noteMergedView`).
+  var mergedViews: [DocumentPath: (heads: [VersionID], hash: ContentHash)] = [:]
   weak var tree: (any LocalTree)?
   var paused = false
   /// What never syncs: the built-in names and the current `.docsyncignore`.
@@ -155,6 +172,7 @@ public final class SyncEngine: @unchecked Sendable {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
     outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
+    intents = snapshot.intents
     ignore = rulesOfCurrentIgnoreFile() ?? .builtIn
     let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
     try persist([
@@ -193,15 +211,23 @@ public final class SyncEngine: @unchecked Sendable {
 
   // MARK: - Life cycle
 
-  /// Connects the engine to the tree it keeps in sync, notes what changed while the mount was
-  /// down, and starts the background loop.
+  /// Connects the engine to the tree it keeps in sync and starts the background loop, which
+  /// first settles what the last run left unfinished and notes what changed while the mount
+  /// was down.
   public func start(tree: any LocalTree) {
-    withLock {
+    let intents = withLock {
       self.tree = tree
-      noteOfflineChanges(tree)
       running = true
+      defer { self.intents = [] }
+      return self.intents
     }
-    loop = Task(executorPreference: executor) { [self] in await run() }
+    // In the loop, not here: settling hashes files, and the mount is ready (and its log
+    // open) before that ends.
+    loop = Task(executorPreference: executor) { [self] in
+      let wentBack = settleAfterRestart(tree, intents: intents)
+      withLock { noteOfflineChanges(tree, except: wentBack) }
+      await run()
+    }
   }
 
   /// Stops the loop and records what is still pending locally (it goes out at the next mount).
@@ -209,14 +235,14 @@ public final class SyncEngine: @unchecked Sendable {
     withLock { running = false }
     changeLog.wake.signal()
     await loop?.value
-    withLock { recordWindow(force: true) }
+    recordWindow(force: true)
   }
 
   /// Compares the tree with what it showed at the last unmount: edits made while the mount
   /// was down (or lost to a crash before they were recorded) become local operations.
-  private func noteOfflineChanges(_ tree: any LocalTree) {
+  private func noteOfflineChanges(_ tree: any LocalTree, except wentBack: Set<DocumentPath>) {
     let local = tree.entries(under: .root)
-    for (path, entry) in local where !path.isRoot {
+    for (path, entry) in local where !path.isRoot && !wentBack.contains(path) {
       guard let record = shown[path], let version = known[VersionID(digest(record.versionID))]
       else {
         if !ignore.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
@@ -348,6 +374,13 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
+  /// Notes the content of `.versions/<path>/merged<ext>` as made from `heads`, so that writing
+  /// those bytes over the document is taken as choosing the merge.
+  public func noteMergedView(at path: DocumentPath, heads: [VersionID], content: [UInt8]) {
+    let hash = ContentHash(of: content)
+    withLock { mergedViews[path] = (heads, hash) }
+  }
+
   /// The heads of the document at `path` and their nearest common ancestor, when it is in
   /// conflict.
   public func mergeHeads(of path: DocumentPath) -> MergeHeads? {
@@ -364,19 +397,13 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
-  /// The local file that holds a version's content, if it is here.
-  public func contentPath(of record: VersionRecord) -> String? {
-    guard let hash = record.content.blobHash, blobs.contains(hash) else { return nil }
-    return blobs.path(hash)
-  }
-
   /// Records a person's resolution and brings the tree to its result; false if it resolved
   /// nothing.
   @discardableResult
   public func resolve(_ resolution: Resolution) -> Bool {
-    withLock {
+    let touched = withLock { () -> Set<DocumentPath>? in
       let changes = resolution.changes(in: known, state: state)
-      guard !changes.isEmpty else { return false }
+      guard !changes.isEmpty else { return nil }
       let records = author.record(changes, known: known, now: wallMilliseconds())
       do {
         try persist(
@@ -385,14 +412,18 @@ public final class SyncEngine: @unchecked Sendable {
           })
       } catch {
         logger.error("cannot record a resolution: \(error)")
-        return false
+        return nil
       }
       outbox += records.map(\.id)
       let touched = known.insert(contentsOf: records)
       updateState(touched: touched)
       reconcile(touched)
       tree?.conflictsChanged(at: touched)
-      return true
+      return touched
     }
+    guard let touched else { return false }
+    // `mv .versions/<path>/<v> <path>` returns once the path shows the chosen content.
+    applyPending(only: touched)
+    return true
   }
 }

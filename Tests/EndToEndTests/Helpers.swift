@@ -35,10 +35,22 @@ func expectSameTree(
     sourceLocation: sourceLocation)
 }
 
-/// `find .versions -type f` on a device, through the real program.
+/// `find .versions -type f` on a device, through the real program: the conflict versions,
+/// without the `merged` and `base` views of text documents.
 func findVersions(_ device: Device) throws -> [String] {
   let result = try check(["find", ".versions", "-type", "f"], cwd: device.mountPoint)
-  return result.stdout.split(separator: "\n").map(String.init).sorted()
+  return result.stdout.split(separator: "\n").map(String.init)
+    .filter { !isViewName(($0 as NSString).lastPathComponent) }.sorted()
+}
+
+/// `merged<ext>` and `base<ext>` beside a text document's conflict versions (a version's
+/// name starts with its time, a digit).
+func isViewName(_ name: String) -> Bool {
+  for stem in ["merged", "base"] where name.hasPrefix(stem) {
+    let rest = name.dropFirst(stem.count)
+    if rest.isEmpty || rest.hasPrefix(".") { return true }
+  }
+  return false
 }
 
 /// Makes `paths` conflict between `a` and `b`: both start from one synced base, `b` is paused
@@ -64,9 +76,10 @@ func makeConflicts(_ library: Library, _ a: Device, _ b: Device, paths: [String]
 func base(_ path: String) -> String { "base of \(path)\n" }
 func edit(_ path: String, by device: Device) -> String { "\(device.name)'s edit of \(path)\n" }
 
-/// The names under `.versions/<path>/`.
+/// The names of the conflict versions under `.versions/<path>/` (not the views).
 func versionNames(_ device: Device, of path: String) throws -> [String] {
-  try FileManager.default.contentsOfDirectory(atPath: device.path(".versions/\(path)")).sorted()
+  try FileManager.default.contentsOfDirectory(atPath: device.path(".versions/\(path)"))
+    .filter { !isViewName($0) }.sorted()
 }
 
 /// `<YYYY-MM-DDTHH.MM.SSZ>_<device>_<6 hex><extension>`.

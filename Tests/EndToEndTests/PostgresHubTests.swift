@@ -58,9 +58,9 @@ struct PostgresLargeFileTests {
 struct PostgresOutageTests {
   @Test(
     "Server stopped during edits on both devices, then started: no loss, one conflict, convergence",
-    .needs("psql", "runuser"), .docsyncOnly, .postgresHub)
+    .needs("psql"), .docsyncOnly, .postgresHub)
   func serverStoppedDuringEditsOnBothDevices() throws {
-    try TestEnvironment.require(programs: ["psql", "runuser"])
+    try TestEnvironment.require(programs: ["psql"])
     guard
       FileManager.default.isExecutableFile(
         atPath: "\(PrivatePostgresCluster.binaries)/initdb")
@@ -137,9 +137,9 @@ struct PostgresOutageTests {
   /// at `docsync mount`, and nothing is mounted.
   @Test(
     "Wrong password, no TLS on the server, unreachable port, bad URL: one line, exit 1",
-    .needs("psql", "runuser"), .docsyncOnly, .postgresHub)
+    .needs("psql"), .docsyncOnly, .postgresHub)
   func badHubsGiveOneClearLine() throws {
-    try TestEnvironment.require(programs: ["psql", "runuser"])
+    try TestEnvironment.require(programs: ["psql"])
     let cluster = try PrivatePostgresCluster()
     defer { cluster.remove() }
     guard case .location(let url, let environment) = try cluster.newLibraryHub() else {

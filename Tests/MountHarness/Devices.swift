@@ -30,21 +30,44 @@ public final class Device {
   /// Variables set for every docsync command this device runs (the daemon inherits them from
   /// `docsync mount`), e.g. `PGPASSWORD` for a PostgreSQL hub.
   public let environment: [String: String]
+  /// The account whose mount this is, when the test (as root) mounts for another user; nil:
+  /// the test's own.
+  public let user: String?
+  /// Options added to `docsync mount` (`--allow-other`).
+  public let mountOptions: [String]
+  /// The umask `docsync mount` runs with, when not the test's own.
+  public let umask: mode_t?
   public private(set) var isMounted = false
 
   fileprivate init(
-    name: String, base: String, hub: String, environment: [String: String] = [:]
+    name: String, base: String, hub: String, environment: [String: String] = [:],
+    user: String? = nil, mountOptions: [String] = [], umask: mode_t? = nil
   ) throws {
     self.name = name
     self.hub = hub
     self.environment = environment
+    self.user = user
+    self.mountOptions = mountOptions
+    self.umask = umask
     mountPoint = "\(base)/\(name)/mnt"
     state = "\(base)/\(name)/state"
-    // The state folder private, as docsync makes it: a shared one draws a warning at mount.
-    for (folder, mode) in [(mountPoint, 0o755), (state, 0o700)] {
-      try FileManager.default.createDirectory(
-        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
-    }
+    // Other users reach an `--allow-other` mount through these folders; the state stays private.
+    try MountFixture.makePrivateFolder("\(base)/\(name)", mode: 0o711)
+    try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+    try MountFixture.makePrivateFolder(state)
+    if let user { try check(["chown", "-R", "\(user):", "\(base)/\(name)"]) }
+  }
+
+  /// `argv` as this device's user: through `runuser` when the mount is another user's.
+  public func asOwner(_ argv: [String]) -> [String] {
+    guard let user else { return argv }
+    return ["runuser", "-u", user, "--"] + argv
+  }
+
+  /// Runs `script` with `sh -c` in this device's mount, as the mount's owner.
+  @discardableResult
+  public func shell(_ script: String, _ arguments: String...) throws -> RunResult {
+    try run(asOwner(["sh", "-c", script, "sh"] + arguments), cwd: mountPoint)
   }
 
   public func path(_ relative: String) -> String { "\(mountPoint)/\(relative)" }
@@ -52,12 +75,14 @@ public final class Device {
   /// `docsync mount`: what it printed (a warning, say) once the mount is in place.
   @discardableResult
   public func mount() throws -> RunResult {
-    let result = try run(
-      [
-        try MountFixture.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", hub,
-        "--device", name,
-      ],
-      env: environment, timeout: .seconds(60))
+    var argv = [
+      try MountFixture.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub", hub,
+      "--device", name,
+    ]
+    if let umask {
+      argv = ["sh", "-c", "umask \(String(umask, radix: 8)) && exec \"$@\"", "sh"] + argv
+    }
+    let result = try run(asOwner(argv + mountOptions), env: environment, timeout: .seconds(60))
     guard result.status == 0 else {
       throw RunError(description: "docsync mount (\(name)) failed: \(result)\n\(logTail())")
     }
@@ -71,7 +96,7 @@ public final class Device {
   public func unmount() throws {
     guard isMounted else { return }
     isMounted = false
-    let argv = [try MountFixture.docsyncBinary(), "unmount", mountPoint]
+    let argv = asOwner([try MountFixture.docsyncBinary(), "unmount", mountPoint])
     var result = try run(argv, env: environment, timeout: .seconds(60))
     // Parallel tests spawn programs that can inherit, for a moment, a descriptor this test
     // had open in its mount; the mount is busy until that child exits.
@@ -123,7 +148,7 @@ public final class Device {
   /// `docsync sync` without the expectation that it succeeds.
   public func trySync(timeout seconds: Int = 30) throws -> RunResult {
     try run(
-      [try MountFixture.docsyncBinary(), "sync", mountPoint, "--timeout", "\(seconds)"],
+      asOwner([try MountFixture.docsyncBinary(), "sync", mountPoint, "--timeout", "\(seconds)"]),
       env: environment, timeout: .seconds(seconds + 30))
   }
 
@@ -142,7 +167,7 @@ public final class Device {
   @discardableResult
   private func command(_ arguments: [String], timeout: Int = 60) throws -> RunResult {
     let result = try run(
-      [try MountFixture.docsyncBinary()] + arguments, env: environment,
+      asOwner([try MountFixture.docsyncBinary()] + arguments), env: environment,
       timeout: .seconds(timeout))
     guard result.status == 0, !result.timedOut else {
       throw RunError(description: "device \(name): \(result)\n\(logTail())")
@@ -180,16 +205,21 @@ public final class Library {
   public let hub: String
   /// Variables every device's docsync commands run with (`PGPASSWORD` for PostgreSQL).
   public let hubEnvironment: [String: String]
+  /// The account every device mounts as, when the test (as root) acts for another user.
+  public let user: String?
   private var hubCleanup: (() -> Void)?
   public private(set) var devices: [Device] = []
 
-  private init(hub kind: LibraryHub) throws {
+  private init(hub kind: LibraryHub, user: String?) throws {
     _ = MountFixture.staleMountsCleaned
+    self.user = user
     base = "\(MountFixture.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
-    try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+    try MountFixture.makePrivateFolder(base, mode: 0o711)
+    if let user { try check(["chown", "\(user):", base]) }
     switch kind {
     case .sqlite:
-      hub = "\(base)/hub.sqlite"
+      // In a folder docsync makes, so that what it makes of a new hub's folder shows.
+      hub = "\(base)/hub/hub.sqlite"
       hubEnvironment = [:]
     case .postgres:
       let account = try TestPostgres.newAccount()
@@ -203,11 +233,15 @@ public final class Library {
   }
 
   /// Runs `body` with an empty library and unmounts every device afterwards, also on failure.
+  ///
+  /// With `user` (the test runs as root), every device is that user's mount: its folders are
+  /// theirs and every docsync command runs through `runuser`.
   public static func with<R>(
-    programs: [String] = [], hub: LibraryHub? = nil, _ body: (Library) throws -> R
+    programs: [String] = [], hub: LibraryHub? = nil, user: String? = nil,
+    _ body: (Library) throws -> R
   ) throws -> R {
     try TestEnvironment.require(programs: programs)
-    let library = try Library(hub: hub ?? LibraryHub.current)
+    let library = try Library(hub: hub ?? LibraryHub.current, user: user)
     defer { library.tearDown() }
     do {
       return try body(library)
@@ -218,11 +252,16 @@ public final class Library {
     }
   }
 
-  /// The device called `name`, mounted on first use.
+  /// The device called `name`, mounted on first use, with `options` added to `docsync mount`
+  /// and, if given, the umask it runs with.
   @discardableResult
-  public func device(_ name: String) throws -> Device {
+  public func device(_ name: String, options: [String] = [], umask: mode_t? = nil) throws
+    -> Device
+  {
     if let existing = devices.first(where: { $0.name == name }) { return existing }
-    let device = try Device(name: name, base: base, hub: hub, environment: hubEnvironment)
+    let device = try Device(
+      name: name, base: base, hub: hub, environment: hubEnvironment, user: user,
+      mountOptions: options, umask: umask)
     devices.append(device)
     try device.mount()
     return device

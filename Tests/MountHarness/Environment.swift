@@ -19,6 +19,16 @@ public enum TestEnvironment {
 
   public static let fuseDevice = "/dev/fuse"
 
+  /// Root skips every permission check that `default_permissions` makes the kernel apply, so
+  /// Tools/test runs the mount and end-to-end tests as an ordinary user, and only the tests of
+  /// what needs root (FUSE passthrough, acting as other users) as root.
+  public static let isRoot = geteuid() == 0
+
+  /// The ordinary accounts that Tools/test creates (Tools/test-users.sh): the one the mount
+  /// tests run as, and a second one that reaches its mounts through `--allow-other`.
+  public static let testUser = variables["DOCSYNC_TEST_USER"] ?? "docsync-user"
+  public static let otherUser = variables["DOCSYNC_TEST_OTHER_USER"] ?? "docsync-other"
+
   public static func executable(_ name: String) -> String? {
     let path = variables["PATH"] ?? "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
     for folder in path.split(separator: ":") {
@@ -53,6 +63,22 @@ extension Trait where Self == ConditionTrait {
   public static func needs(_ programs: String..., fuse: Bool = true) -> Self {
     .enabled("needs \(programs.joined(separator: ", ")) and FUSE") {
       TestEnvironment.isCI || TestEnvironment.missing(programs: programs, fuse: fuse).isEmpty
+    }
+  }
+
+  /// A test of what only root may do (FUSE passthrough; acting as the test users): skipped
+  /// locally for an ordinary user, run (and failing there) under CI. Tools/test runs the suites
+  /// whose names end in `AsRootTests` as root, apart from the rest of MountTests and
+  /// EndToEndTests.
+  public static var asRoot: Self {
+    .enabled("needs root") { TestEnvironment.isCI || TestEnvironment.isRoot }
+  }
+
+  /// A test of what an ordinary user meets (the kernel's permission checks, fusermount3):
+  /// skipped locally for root, run (and failing there) under CI.
+  public static var asOrdinaryUser: Self {
+    .enabled("needs an ordinary user, not root") {
+      TestEnvironment.isCI || !TestEnvironment.isRoot
     }
   }
 

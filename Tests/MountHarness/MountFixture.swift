@@ -12,7 +12,11 @@ import Testing
 /// from its own process can deadlock (see STYLE.md, gocryptfs and rclone).
 public final class MountFixture {
   /// Not /tmp: vim skips backups under /tmp, and the vim test wants the real save path.
-  public static let testsRoot = "/var/tmp/docsync-tests"
+  /// Where every mount test makes its folders; `DOCSYNC_TESTS_ROOT` lets two runs on one
+  /// machine stay out of each other's way (Tools/test unmounts what it finds under its own).
+  public static let testsRoot =
+    TestEnvironment.variables["DOCSYNC_TESTS_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+    ?? "/var/tmp/docsync-tests"
 
   /// `<testsRoot>/<pid>-<random>`: the pid tells a later run whether this folder is stale.
   public let base: String
@@ -30,10 +34,17 @@ public final class MountFixture {
     base = "\(Self.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
     mountPoint = "\(base)/mnt"
     state = "\(base)/state"
-    // The state folder private, as docsync makes it: a shared one draws a warning at mount.
-    for (folder, mode) in [(mountPoint, 0o755), (state, 0o700)] {
-      try FileManager.default.createDirectory(
-        atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: mode])
+    try Self.makePrivateFolder(base)
+    try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+    try Self.makePrivateFolder(state)
+  }
+
+  /// A folder only its owner may enter, as docsync makes its own: docsync warns about a state
+  /// folder or hub that others can read, and that warning is not what these tests are about.
+  public static func makePrivateFolder(_ path: String, mode: mode_t = 0o700) throws {
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    guard chmod(path, mode) == 0 else {
+      throw RunError(description: "chmod \(path): \(String(cString: strerror(errno)))")
     }
   }
 
@@ -216,9 +227,18 @@ public final class MountFixture {
     _ = try? run(["fusermount3", "-uz", point], timeout: .seconds(30))
   }
 
+  /// Sticky and writable by everyone, as /tmp is: Tools/test runs some tests as root and the
+  /// mount tests as an ordinary user, and both make their folders here.
+  static func makeTestsRoot() {
+    guard !FileManager.default.fileExists(atPath: testsRoot) else { return }
+    try? FileManager.default.createDirectory(atPath: testsRoot, withIntermediateDirectories: true)
+    chmod(testsRoot, 0o1777)
+  }
+
   /// Mounts and folders left by earlier runs whose test process is gone, cleaned once per
   /// process. Folders of a live process (another `swift test` at the same time) are left alone.
   public static let staleMountsCleaned: Void = {
+    makeTestsRoot()
     func isStale(_ name: Substring) -> Bool {
       guard let pid = pid_t(name.prefix { $0 != "-" }) else { return true }
       return pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH

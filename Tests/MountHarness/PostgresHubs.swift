@@ -144,7 +144,8 @@ extension Trait where Self == ConditionTrait {
 }
 
 /// A PostgreSQL cluster of the test's own, which it may stop and start: a temporary folder, a
-/// free loopback port, no TLS. initdb refuses root, so it runs as the `postgres` user.
+/// free loopback port, no TLS. initdb refuses root, so under root it runs as the `postgres`
+/// user; an ordinary user (as Tools/test runs the end-to-end tests) runs it as itself.
 public final class PrivatePostgresCluster {
   public static let binaries = "/usr/lib/postgresql/15/bin"
   public let folder: String
@@ -152,19 +153,24 @@ public final class PrivatePostgresCluster {
   public let adminPassword: String
   public private(set) var isRunning = false
 
+  /// What runs a server program: as `postgres` under root, else as this user.
+  static let serverUser: [String] =
+    TestEnvironment.isRoot ? ["runuser", "-u", "postgres", "--"] : []
+
   public init() throws {
     folder = try check(["mktemp", "-d", "/tmp/docsync-e2e-postgres.XXXXXX"]).stdout
       .trimmingCharacters(in: .whitespacesAndNewlines)
     port = try Self.freePort()
     adminPassword = TestPostgres.uniqueName("admin")
     do {
-      try check(["chown", "postgres:", folder])
       try adminPassword.write(toFile: "\(folder)/pwfile", atomically: false, encoding: .utf8)
-      try check(["chown", "postgres:", "\(folder)/pwfile"])
+      if TestEnvironment.isRoot {
+        try check(["chown", "postgres:", folder, "\(folder)/pwfile"])
+      }
       try check(
-        [
-          "runuser", "-u", "postgres", "--", "\(Self.binaries)/initdb", "-D", "\(folder)/data",
-          "-U", "docsync_admin", "--pwfile=\(folder)/pwfile", "-A", "scram-sha-256",
+        Self.serverUser + [
+          "\(Self.binaries)/initdb", "-D", "\(folder)/data", "-U", "docsync_admin",
+          "--pwfile=\(folder)/pwfile", "-A", "scram-sha-256",
         ], timeout: .seconds(120))
       try start()
     } catch {
@@ -188,10 +194,11 @@ public final class PrivatePostgresCluster {
         "bash", "-c",
         #"for fd in $(ls /proc/$$/fd); do (( fd > 2 )) && eval "exec $fd>&-"; done; "#
           + #"exec "$@""#,
-        "bash", "runuser", "-u", "postgres", "--", "\(Self.binaries)/pg_ctl", "-D",
-        "\(folder)/data",
-        "-l", "\(folder)/log", "-w", "-t", "60", "-o",
-        "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off", "start",
+        "bash",
+      ] + Self.serverUser + [
+        "\(Self.binaries)/pg_ctl", "-D", "\(folder)/data", "-l", "\(folder)/log", "-w", "-t",
+        "60", "-o", "-k \(folder) -p \(port) -c listen_addresses=127.0.0.1 -c fsync=off",
+        "start",
       ], timeout: .seconds(90))
     isRunning = true
   }
@@ -199,9 +206,9 @@ public final class PrivatePostgresCluster {
   public func stop() throws {
     isRunning = false
     try check(
-      [
-        "runuser", "-u", "postgres", "--", "\(Self.binaries)/pg_ctl", "-D", "\(folder)/data",
-        "-m", "fast", "-w", "-t", "60", "stop",
+      Self.serverUser + [
+        "\(Self.binaries)/pg_ctl", "-D", "\(folder)/data", "-m", "fast", "-w", "-t", "60",
+        "stop",
       ], timeout: .seconds(90))
   }
 
@@ -209,9 +216,8 @@ public final class PrivatePostgresCluster {
   public func remove() {
     if FileManager.default.fileExists(atPath: "\(folder)/data/postmaster.pid") {
       _ = try? run(
-        [
-          "runuser", "-u", "postgres", "--", "\(Self.binaries)/pg_ctl", "-D", "\(folder)/data",
-          "-m", "immediate", "-w", "stop",
+        Self.serverUser + [
+          "\(Self.binaries)/pg_ctl", "-D", "\(folder)/data", "-m", "immediate", "-w", "stop",
         ], timeout: .seconds(60))
     }
     isRunning = false

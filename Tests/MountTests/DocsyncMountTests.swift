@@ -51,26 +51,4 @@ struct DocsyncMountTests {
       #expect(try read(m.path("before-term.txt")) == "written before SIGTERM\n")
     }
   }
-
-  /// Root may register backing files, so the kernel reads and writes working files itself:
-  /// libfuse's request log shows no READ or WRITE for a regular file, and the bytes still
-  /// arrive, also for a second open of the file while the first is still open.
-  @Test(.needs())
-  func asRootReadsAndWritesPassThroughTheDaemon() throws {
-    try #require(geteuid() == 0, "the tests run as root")
-    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
-      let bytes = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
-      try Data(bytes).write(to: URL(fileURLWithPath: m.path("large.bin")))
-      let first = open(m.path("large.bin"), O_RDONLY)
-      try #require(first >= 0)
-      defer { close(first) }
-      #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("large.bin"))) == Data(bytes))
-      var head = [UInt8](repeating: 0, count: 16)
-      #expect(pread(first, &head, head.count, 0) == 16 && head == Array(bytes.prefix(16)))
-      let log = try String(contentsOfFile: "\(m.state)/docsync.log", encoding: .utf8)
-      #expect(log.contains("opcode: CREATE"), "the log has libfuse's requests")
-      #expect(!log.contains("opcode: WRITE"), "a write reached the daemon")
-      #expect(!log.contains("opcode: READ "), "a read reached the daemon")
-    }
-  }
 }

@@ -1,0 +1,83 @@
+import Glibc
+
+extension LocalStore {
+  /// The folder, under `workingFiles`, of working files on their way into the tree: content
+  /// is written and fsynced there, outside every lock, and only renamed into place under one.
+  public static let incomingFolder = "incoming"
+
+  /// A new, empty working file under ``incomingFolder``, open for writing: its name relative
+  /// to `workingFiles` and its descriptor.
+  public func createIncomingFile() -> (name: String, descriptor: Int32)? {
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<8 {
+      let name = Self.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
+      let fd = openat(workingFiles, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      if fd >= 0 { return (name, fd) }
+      if errno != EEXIST { return nil }
+    }
+    return nil
+  }
+
+  /// Removes a working file that did not make it into the tree.
+  public func removeIncomingFile(_ name: String) {
+    _ = unlinkat(workingFiles, name, 0)
+  }
+
+  /// Makes the renames into and out of the folders that hold `names` (paths relative to
+  /// `workingFiles`) durable: a rename is only in the folder until the folder is fsynced, and
+  /// a power cut before that brings the old content back.
+  public func syncFolders(of names: some Sequence<String>) {
+    var folders: Set<String> = []
+    for name in names {
+      if let slash = name.lastIndex(of: "/") { folders.insert(String(name[..<slash])) }
+    }
+    syncFolders(folders)
+  }
+
+  /// Makes the names of these blobs (by hex hash) durable, as ``syncFolders(of:)`` does for
+  /// working files: before a record that names one is made durable.
+  public func syncBlobFolders(of hexes: some Sequence<String>) {
+    // Relative to `workingFiles` (the state folder's `files`), where ".." is the state folder.
+    syncFolders(Set(hexes.map { "../blobs/" + $0.prefix(2) }))
+  }
+
+  private func syncFolders(_ folders: Set<String>) {
+    // Each fsync also flushes the disk's cache: many folders (a batch of small files spreads
+    // over the shards) cost one syncfs instead, which commits them all with one flush.
+    if folders.count > 4, let syncfs = syncFileSystem {
+      _ = syncfs(workingFiles)
+      return
+    }
+    for folder in folders.sorted() {
+      let fd = openat(workingFiles, folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard fd >= 0 else { continue }
+      _ = fsync(fd)
+      close(fd)
+    }
+  }
+
+  /// Removes what an earlier run left on its way in: every file in ``incomingFolder``, and
+  /// the `<inode>.sync` copies that earlier versions made beside a working file.
+  public func removeIncomingLeftovers() {
+    var folders = [Self.incomingFolder]
+    for shard in 0..<256 { folders.append(Self.shardName(UInt64(shard))) }
+    for folder in folders {
+      let fd = openat(workingFiles, folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+      guard fd >= 0, let dir = fdopendir(fd) else { continue }
+      defer { closedir(dir) }
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+          String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
+        }
+        if name.hasSuffix(".sync") { _ = unlinkat(fd, name, 0) }
+      }
+    }
+  }
+}
+
+/// syncfs(2). Glibc declares it only under _GNU_SOURCE, which Swift's Glibc module is built
+/// without, so it is looked up by name; nil where the C library lacks it.
+private let syncFileSystem: (@convention(c) (Int32) -> Int32)? = {
+  guard let symbol = dlsym(nil, "syncfs") else { return nil }
+  return unsafeBitCast(symbol, to: (@convention(c) (Int32) -> Int32).self)
+}()

@@ -1,0 +1,114 @@
+import Crypto
+import DocumentModel
+import Glibc
+import LocalStore
+
+extension SyncEngine {
+  /// What a start must settle before it looks for offline edits, outside the lock (it hashes):
+  ///
+  /// - a remote change that was being applied when the last run ended (an intent) is finished
+  ///   when its path holds the content it was writing, and forgotten otherwise;
+  /// - a file that differs from what its path last showed but holds the content and time of
+  ///   that version, or of the path's current version (a change that landed but whose record
+  ///   was lost), is not a local edit;
+  /// - a file that holds the content and time of an older version of its path has gone back
+  ///   in time (a power cut took back a rename or a write that had not reached the disk): it
+  ///   is not a local edit either, and the path gets its current version again.
+  ///
+  /// Returns the paths that went back in time.
+  func settleAfterRestart(_ tree: any LocalTree, intents: [ApplyIntent]) -> Set<DocumentPath> {
+    for intent in intents {
+      let path = DocumentPath(components: Self.components(intent.path))
+      guard let version = withLock({ known[VersionID(digest(intent.versionID))] }),
+        let entry = tree.entry(at: path), case .file(let inode, _, _, _, _) = entry,
+        let (hash, _) = Self.hashWorkingFile(store, inode), hash.bytes == intent.contentHash
+      else { continue }
+      withLock {
+        if tree.entry(at: path) == entry, show(path, version, entry) {
+          logger.info("finished applying \(path) after a restart")
+        }
+      }
+    }
+    if !intents.isEmpty {
+      try? persist(intents.map { .endApply(path: $0.path) })
+    }
+
+    let changed = withLock { () -> [(DocumentPath, LocalEntry, UInt64)] in
+      var result: [(DocumentPath, LocalEntry, UInt64)] = []
+      for (path, record) in shown {
+        guard let entry = tree.entry(at: path),
+          case .file(let inode, let size, let mtime, let ctime, _) = entry,
+          size != record.size || mtime != record.modificationTime || ctime != record.changeTime
+        else { continue }
+        result.append((path, entry, inode))
+      }
+      return result
+    }
+    var wentBack: Set<DocumentPath> = []
+    for (path, entry, inode) in changed {
+      guard let (hash, _) = Self.hashWorkingFile(store, inode),
+        case .file(_, _, let mtime, _, _) = entry
+      else { continue }
+      withLock {
+        guard tree.entry(at: path) == entry, let record = shown[path],
+          let showing = known[VersionID(digest(record.versionID))]
+        else { return }
+        var current: VersionRecord?
+        if case .document(let winner)? = state.entries[path] { current = winner }
+        for version in [showing, current].compactMap({ $0 })
+        where version.content.blobHash == hash && version.contentTime == mtime {
+          _ = show(path, version, entry)
+          return
+        }
+        if let older = Self.olderVersion(of: showing, in: known, hash: hash, time: mtime) {
+          logger.warning(
+            """
+            \(path) holds an older version (\(older.id.shortHex)) than it showed: not a local \
+            edit; it gets its current version again
+            """)
+          wentBack.insert(path)
+        }
+      }
+    }
+    return wentBack
+  }
+
+  /// An ancestor of `version` at its path with this content and time, if there is one.
+  static func olderVersion(
+    of version: VersionRecord, in known: VersionSet, hash: ContentHash, time: Int64
+  ) -> VersionRecord? {
+    var pending = version.parents
+    var seen: Set<VersionID> = []
+    while let id = pending.popLast(), seen.count < 1000 {
+      guard seen.insert(id).inserted, let parent = known[id] else { continue }
+      if parent.path == version.path && parent.content.blobHash == hash
+        && parent.contentTime == time
+      {
+        return parent
+      }
+      pending += parent.parents
+    }
+    return nil
+  }
+
+  /// The hash and size of an inode's working file.
+  static func hashWorkingFile(_ store: LocalStore, _ inode: UInt64) -> (ContentHash, Int64)? {
+    let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var hasher = SHA256()
+    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    var size: Int64 = 0
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 { return nil }
+      if n == 0 { break }
+      buffer.withUnsafeBytes {
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }
+      size += Int64(n)
+    }
+    return (ContentHash(hasher.finalize().withUnsafeBytes { Digest256(bytes: $0)! }), size)
+  }
+}

@@ -1,0 +1,98 @@
+import DocumentFileSystem
+import DocumentModel
+import Foundation
+import Glibc
+import Hub
+import LocalStore
+import SyncEngine
+import Testing
+
+/// What a start makes of a state that a crash or a power cut left behind: a remote change that
+/// landed without its record, an intent, a working file that went back to older content. None
+/// of them is a local edit, so none may publish a version.
+@Suite("restart after a crash or a power cut, in process")
+struct RestartTests {
+  /// How a test damages B's state while B is stopped.
+  enum Damage: CaseIterable {
+    /// The change landed, its record did not (a crash between the two), no intent either.
+    case recordLost
+    /// The same, with the intent that the engine writes before the change lands.
+    case recordLostWithIntent
+    /// The working file holds the previous version's content and time again.
+    case fileWentBack
+  }
+
+  @Test(arguments: Damage.allCases)
+  func aRestartPublishesNothing(_ damage: Damage) async throws {
+    let library = Library()
+    let a = try library.device("a")
+    var b: Device? = try library.device("b")
+    try a.write("doc.txt", "version 1\n")
+    try await a.sync()
+    try await b!.sync()
+    try a.write("doc.txt", "version 2\n")
+    try await a.sync()
+    try await b!.sync()
+    #expect(try b!.read("doc.txt") == "version 2\n")
+    let inode = try b!.inode("doc.txt")
+    let records = try await hubRecordCount(library)
+    await b!.stop()
+    b = nil
+
+    let store = try LocalStore(directory: library.folder + "/b")
+    let snapshot = try store.loadSync()
+    let shown = try #require(snapshot.shown.first { $0.path == Array("doc.txt".utf8) })
+    let payload = try #require(snapshot.versions.first { $0.id == shown.versionID }).payload
+    let current = try VersionRecord(
+      decoding: payload, expectedID: VersionID(try #require(Digest256(bytes: shown.versionID))))
+    let previousID = try #require(current.parents.first)
+    let previous = try VersionRecord(
+      decoding: try #require(snapshot.versions.first { $0.id == previousID.bytes }).payload,
+      expectedID: previousID)
+    switch damage {
+    case .recordLost, .recordLostWithIntent:
+      // What the path showed before the change, with times the file no longer has.
+      var changes: [SyncChange] = [
+        .show(
+          ShownRecord(
+            path: shown.path, versionID: previousID.bytes, size: 10, modificationTime: 1,
+            changeTime: 1))
+      ]
+      if damage == .recordLostWithIntent {
+        changes.append(
+          .beginApply(
+            ApplyIntent(
+              path: shown.path, versionID: current.id.bytes,
+              contentHash: try #require(current.content.blobHash).bytes)))
+      }
+      try store.applySync(changes)
+    case .fileWentBack:
+      let fd = openat(
+        store.workingFiles, LocalStore.workingFileName(inode), O_WRONLY | O_TRUNC | O_CLOEXEC)
+      #expect(fd >= 0)
+      let bytes = Array("version 1\n".utf8)
+      #expect(Glibc.write(fd, bytes, bytes.count) == bytes.count)
+      let time = try #require(previous.contentTime)
+      let spec = timespec(
+        tv_sec: Int(time / 1_000_000_000), tv_nsec: Int(time % 1_000_000_000))
+      #expect(futimens(fd, [spec, spec]) == 0)
+      close(fd)
+    }
+
+    let restarted = try library.device("b")
+    try await restarted.sync()
+    try await a.sync()
+    #expect(try restarted.read("doc.txt") == "version 2\n")
+    #expect(try a.read("doc.txt") == "version 2\n")
+    #expect(try await hubRecordCount(library) == records, "a version was published")
+    #expect((try? restarted.versions("doc.txt")) ?? [] == [])
+    #expect(try store.loadSync().intents.isEmpty)
+    await restarted.stop()
+    await a.stop()
+  }
+
+  private func hubRecordCount(_ library: Library) async throws -> Int {
+    let hub = try SQLiteHub(path: library.folder + "/hub.sqlite")
+    return try await hub.records(after: HubCursor(serialized: ""), limit: 10_000).records.count
+  }
+}
