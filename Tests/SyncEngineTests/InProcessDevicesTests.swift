@@ -101,7 +101,10 @@ final class Device: @unchecked Sendable {
     var names: [String] = []
     try fileSystem.readDirectory(inode: folder, handle: handle, offset: 0, plus: false) { entry in
       let name = String(decoding: entry.name, as: UTF8.self)
-      if name != "." && name != ".." { names.append(name) }
+      // The conflict versions: not the merged and base views of a text document (their names
+      // start with a letter, a version's with its time).
+      let isView = name.hasPrefix("merged") || name.hasPrefix("base")
+      if name != "." && name != ".." && !isView { names.append(name) }
       return true
     }
     return names
