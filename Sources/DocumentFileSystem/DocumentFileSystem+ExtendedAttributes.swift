@@ -8,6 +8,18 @@ extension DocumentFileSystem {
   // XATTR_CREATE and XATTR_REPLACE from <sys/xattr.h>, which Glibc's module does not export.
   static let createOnly: Int32 = 1
   static let replaceOnly: Int32 = 2
+  /// On a document in conflict: how many conflict versions it has, so that file managers and
+  /// prompts can mark it. Kept by docsync, not by the file: refused for writing.
+  static let conflictsAttribute = Array("user.docsync.conflicts".utf8)
+
+  /// The number of conflict versions of the document at `inode`, when it has any. Asks the
+  /// engine, so it is called without the tree lock.
+  func conflictCount(of inode: UInt64) -> Int? {
+    guard let engine, let path = lock.withLock({ path(of: inode) }),
+      let count = engine.conflicts()[path]?.count, count > 0
+    else { return nil }
+    return count
+  }
 
   /// Only `user.` attributes are kept (and synced later); the other namespaces belong to the
   /// system. POSIX ACL names get ENODATA on read and EOPNOTSUPP on write, so that `cp -a` and
@@ -21,6 +33,7 @@ extension DocumentFileSystem {
     inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32, caller: Caller
   ) throws(Errno) {
     if Self.isVirtual(inode) { throw .readOnlyFileSystem }
+    if name == Self.conflictsAttribute { throw .permissionDenied }
     try lock.withLock { () throws(Errno) in
       let node = try node(inode)
       if name.isEmpty || name.count > 255 { throw .outOfRange }
@@ -47,6 +60,10 @@ extension DocumentFileSystem {
       guard let value = virtualExtendedAttributes(inode)[name] else { throw .noData }
       return value
     }
+    if name == Self.conflictsAttribute {
+      guard let count = conflictCount(of: inode) else { throw .noData }
+      return Array(String(count).utf8)
+    }
     return try lock.withLock { () throws(Errno) -> [UInt8] in
       guard let value = try node(inode).extendedAttributes[name] else { throw .noData }
       return value
@@ -58,8 +75,11 @@ extension DocumentFileSystem {
     if Self.isVirtual(inode) {
       return virtualExtendedAttributes(inode).keys.sorted { $0.lexicographicallyPrecedes($1) }
     }
+    let extra = conflictCount(of: inode) == nil ? [] : [Self.conflictsAttribute]
     return try lock.withLock { () throws(Errno) -> [[UInt8]] in
-      return try node(inode).extendedAttributes.keys.sorted { $0.lexicographicallyPrecedes($1) }
+      return try (node(inode).extendedAttributes.keys + extra).sorted {
+        $0.lexicographicallyPrecedes($1)
+      }
     }
   }
 

@@ -27,7 +27,7 @@ struct MergeViewTests {
 
   @Test(
     "Edits to different lines: merged holds both, base the ancestor; cp resolves on both",
-    .needs("cp", "rm"), .docsyncOnly)
+    .needs("cp", "rm", "getfattr"), .docsyncOnly)
   func editsToDifferentLinesMergeCleanly() throws {
     try Library.with { library in
       let a = try library.device("laptop")
@@ -44,6 +44,9 @@ struct MergeViewTests {
         #expect(try read(device.path(".versions/plan.md/base.md")) == Self.base)
         let merged = try describe(device.path(".versions/plan.md/merged.md"))
         #expect(merged.mode & 0o222 == 0, "merged.md is writable: \(merged)")
+        // The document says it is in conflict, for file managers and prompts.
+        #expect(
+          try getUserXattr(device.path("plan.md"), "user.docsync.conflicts") == Array("1".utf8))
       }
       // Writing into a view is refused; removing one changes nothing.
       let refused = try run(
@@ -58,6 +61,9 @@ struct MergeViewTests {
         #expect(try read(device.path("plan.md")) == both, "\(device.name)")
         #expect(try findVersions(device).isEmpty, "\(device.name)")
         #expect(try device.status().conflicts.isEmpty, "\(device.name)")
+        let attribute = try run(
+          ["getfattr", "-n", "user.docsync.conflicts", "plan.md"], cwd: device.mountPoint)
+        #expect(attribute.status != 0, "still marked in conflict: \(attribute)")
       }
     }
   }
