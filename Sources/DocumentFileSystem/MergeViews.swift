@@ -9,8 +9,6 @@ struct MergeViews: Sendable {
   var key: [VersionID]
   var merged: [UInt8]
   var base: [UInt8]?
-  /// Where the heads changed the same lines differently; diff3 markers show each.
-  var overlaps: Int
   /// The current version's time, which both files show as their modification time.
   var modified: HLCTimestamp
 

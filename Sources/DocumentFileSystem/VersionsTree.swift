@@ -372,7 +372,6 @@ extension DocumentFileSystem {
       "\(what) (\(record.deviceName), \(Self.isoTime(record.modified.wallMilliseconds)))"
     }
     var merged = current
-    var overlaps = 0
     for (record, bytes) in others {
       let pairBase = heads.pairBases[record.id]
       var pairBaseBytes: [UInt8] = []
@@ -387,11 +386,9 @@ extension DocumentFileSystem {
           base: pairBase.map { label($0, "base") } ?? "base (none in history)",
           other: label(record, VersionsName.string(for: record))))
       merged = result.bytes
-      overlaps += result.overlaps
     }
     let views = MergeViews(
-      key: heads.key, merged: merged, base: base, overlaps: overlaps,
-      modified: heads.current.modified)
+      key: heads.key, merged: merged, base: base, modified: heads.current.modified)
     versions.cache(views, for: path)
     engine.noteMergedView(
       at: path, heads: [heads.current.id] + heads.others.map(\.id), content: merged)

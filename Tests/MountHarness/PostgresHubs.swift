@@ -31,9 +31,6 @@ public enum TestPostgres {
   /// Locally the PostgreSQL-hub tests skip without a cluster; under CI=true they run and fail.
   public static let isEnabled = adminURL != nil || TestEnvironment.isCI
 
-  static let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-
   public static func uniqueName(_ prefix: String) -> String {
     prefix + "_"
       + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(12)
