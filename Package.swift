@@ -97,10 +97,14 @@ let package = Package(
     .executableTarget(
       name: "docsync",
       dependencies: [
-        "FuseMount", "SyncEngine", "Hub", "PostgresHub", "DocumentModel",
+        "FuseMount", "SyncEngine", "Hub", "PostgresHub", "DocumentModel", "SessionBus",
         .product(name: "ArgumentParser", package: "swift-argument-parser"),
         .product(name: "Logging", package: "swift-log"),
       ],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "SessionBus",
       swiftSettings: strict
     ),
     .target(
@@ -134,6 +138,8 @@ let package = Package(
       dependencies: ["SyncEngine", "DocumentFileSystem", "Hub", "LocalStore", "DocumentModel"],
       swiftSettings: strict
     ),
+    .testTarget(
+      name: "SessionBusTests", dependencies: ["SessionBus", "MountHarness"], swiftSettings: strict),
     .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",

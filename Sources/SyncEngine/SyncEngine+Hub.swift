@@ -36,6 +36,7 @@ extension SyncEngine {
             logger.info(
               "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))"
             )
+            events.post(.online(since: offline.since), time: wallMilliseconds())
           }
           offline = nil
           lastSync = wallMilliseconds()
@@ -58,6 +59,7 @@ extension SyncEngine {
           if offline == nil {
             logger.warning("offline: \(error); retrying")
             offline = (wallMilliseconds(), error.description)
+            events.post(.offline(reason: error.description), time: wallMilliseconds())
           } else {
             offline?.reason = error.description
           }
@@ -130,6 +132,11 @@ extension SyncEngine {
       guard !batch.isEmpty else {
         withLock {
           if outbox.allSatisfy(stalled.contains) {
+            if uploaded.files > 0 {
+              events.post(
+                .transferred(direction: .upload, files: uploaded.files, bytes: uploaded.bytes),
+                time: wallMilliseconds())
+            }
             uploaded = (0, 0)
             contentUploaded = []
           }
@@ -238,7 +245,15 @@ extension SyncEngine {
       throw .hub(error.description)
     }
     guard !page.records.isEmpty else {
-      withLock { download = SyncStatus.Transfer() }
+      withLock {
+        if download.doneFiles > 0 {
+          events.post(
+            .transferred(
+              direction: .download, files: download.doneFiles, bytes: download.doneBytes),
+            time: wallMilliseconds())
+        }
+        download = SyncStatus.Transfer()
+      }
       return false
     }
     var arrived: [VersionRecord] = []
@@ -252,6 +267,9 @@ extension SyncEngine {
           try VersionRecord(decoding: hubRecord.payload, expectedID: VersionID(digest)))
       } catch {
         logger.error("refused hub record \(digest.hex): \(error)")
+        events.post(
+          .refused(version: digest.hex, path: "", device: "", reason: "\(error)"),
+          time: wallMilliseconds())
       }
     }
     let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash: UInt64]) in
@@ -321,6 +339,12 @@ extension SyncEngine {
           device \(RecordCheck.printable(record.deviceName.utf8, limit: 64)) \
           (\(record.deviceID)): \(problem)
           """)
+        events.post(
+          .refused(
+            version: record.id.hex, path: RecordCheck.printable(record.path.bytes),
+            device: RecordCheck.printable(record.deviceName.utf8, limit: 64),
+            reason: "\(problem)"),
+          time: now)
         continue
       }
       admitted[record.id] = record.modified

@@ -1,16 +1,31 @@
 import DocumentModel
 
 extension SyncEngine {
-  /// Brings the library state up to date with `known` at `touched`, logs conflicts that
-  /// appear, and applies a new `.docsyncignore`. Called with the lock held.
+  /// Brings the library state up to date with `known` at `touched`, reports conflicts that
+  /// appear or end, and applies a new `.docsyncignore`. Called with the lock held.
   func updateState(touched: Set<DocumentPath>) {
-    let conflictsBefore = Dictionary(
-      uniqueKeysWithValues: touched.map { ($0, state.conflicts[$0]?.count ?? 0) })
+    // Only paths in conflict before need remembering: a burst of creates stays cheap.
+    var conflictsBefore: [DocumentPath: [VersionRecord]] = [:]
+    var previous: [DocumentPath: VersionRecord] = [:]
+    for path in touched {
+      guard let versions = state.conflicts[path] else { continue }
+      conflictsBefore[path] = versions
+      previous[path] = state.current(at: path)
+    }
     state.update(from: known, touched: touched)
     for path in touched.sorted() {
-      let count = state.conflicts[path]?.count ?? 0
-      if count > conflictsBefore[path] ?? 0 {
-        logger.info("conflict at \(path): \(count) version(s) in .versions/\(path)/")
+      let before = conflictsBefore[path] ?? []
+      let after = state.conflicts[path] ?? []
+      guard before != after else { continue }
+      let latest =
+        state.current(at: path) ?? known.heads(at: path).max { $0.modified < $1.modified }
+      for event in ConflictEvents.between(
+        before: before, after: after, previous: previous[path], latest: latest, at: path)
+      {
+        if case .conflict(_, _, let count, _) = event {
+          logger.info("conflict at \(path): \(count) version(s) in .versions/\(path)/")
+        }
+        events.post(event, time: wallMilliseconds())
       }
     }
     if touched.contains(IgnoreRules.filePath), let rules = rulesOfCurrentIgnoreFile() {

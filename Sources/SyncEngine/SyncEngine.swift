@@ -53,6 +53,9 @@ public struct SyncStatus: Sendable {
 public final class SyncEngine: @unchecked Sendable {
   /// Local operations, noted by the file system as they happen.
   public let changeLog = ChangeLog()
+  /// Conflicts found and resolved, going offline and back, refused records, finished
+  /// transfers: what `docsync events` streams and desktop notifications come from.
+  public let events = EventLog()
   /// How long the paths of an editor's save must be quiet before they become versions. It is
   /// most of the time an edit takes to reach other devices; an editor's save steps (temporary
   /// file, rename, chmod) come within a few milliseconds, and a file open for writing waits
@@ -236,6 +239,7 @@ public final class SyncEngine: @unchecked Sendable {
     changeLog.wake.signal()
     await loop?.value
     recordWindow(force: true)
+    events.close()
   }
 
   /// Compares the tree with what it showed at the last unmount: edits made while the mount

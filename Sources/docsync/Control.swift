@@ -87,8 +87,72 @@ enum Control {
         mountPoint: mountPoint, path: path, current: versions.current,
         conflicts: versions.conflicts)
       reply(client, "ok\n" + encoded(report))
+    case "events":
+      // `events` streams from now; `events N` first sends what is kept after sequence N.
+      var after = words.count > 1 ? UInt64(words[1]) ?? engine.events.latest : engine.events.latest
+      guard send(client, "ok\n") else { return }
+      while true {
+        let events = engine.events.wait(after: after)
+        // Empty: the mount is stopping; closing the socket ends the reader's stream.
+        guard let last = events.last else { return }
+        let lines = events.map { encoded(EventReport($0, mountPoint: mountPoint)) + "\n" }
+        guard send(client, lines.joined()) else { return }
+        after = last.sequence
+      }
     default:
       reply(client, "error unknown request")
+    }
+  }
+
+  /// Writes all of `text`, false once the reader has gone. MSG_NOSIGNAL: a reader that left
+  /// must not kill the mount with SIGPIPE (a foreground mount does not ignore it).
+  private static func send(_ fd: Int32, _ text: String) -> Bool {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+      let n = bytes.withUnsafeBytes {
+        Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+      }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 { return false }
+      bytes = bytes.dropFirst(n)
+    }
+    return true
+  }
+
+  /// Sends `line` to the mount and hands each line of its answer after `ok` to `body` as it
+  /// arrives, until the mount closes the stream (it stopped) or `body` returns false.
+  static func stream(
+    _ line: String, state: String, mountPoint: String, _ body: (String) -> Bool
+  ) throws {
+    let fd = try connect(state: state, mountPoint: mountPoint)
+    defer { close(fd) }
+    writeText(line + "\n", to: fd)
+    var pending: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    var answered = false
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n <= 0 {
+        guard answered else {
+          throw CommandFailure("the mount at \(mountPoint) stopped while answering")
+        }
+        return
+      }
+      pending += buffer[0..<n]
+      while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
+        let text = String(decoding: pending[..<end], as: UTF8.self)
+        pending.removeSubrange(...end)
+        if !answered {
+          if text.hasPrefix("error ") { throw CommandFailure(String(text.dropFirst(6))) }
+          guard text == "ok" else {
+            throw CommandFailure("the mount at \(mountPoint) sent an unreadable answer")
+          }
+          answered = true
+          continue
+        }
+        if !body(text) { return }
+      }
     }
   }
 
@@ -97,33 +161,14 @@ enum Control {
 
   /// Sends one request to the mount whose state folder is `state`; returns the payload.
   ///
-  /// The socket is named through `/proc/self/fd`, which is short whatever the state folder's
-  /// depth, and, unlike `chdir`, leaves other threads' requests (progress polls) alone.
-  ///
   /// With `deadline` (``MonotonicTimer/now()`` nanoseconds) the answer is waited for until then
   /// only, and `late` is the error: a command's own deadline holds whatever the mount does.
   static func request(
     _ line: String, state: String, mountPoint: String, deadline: UInt64? = nil,
     late: @autoclosure () -> String = ""
   ) throws -> String {
-    let folder = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard folder >= 0 else {
-      throw CommandFailure("the mount at \(mountPoint) is not running (no state folder \(state))")
-    }
-    defer { close(folder) }
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { throw CommandFailure(errorText(errno)) }
+    let fd = try connect(state: state, mountPoint: mountPoint)
     defer { close(fd) }
-    var address = unixAddress("/proc/self/fd/\(folder)/\(socketName)")
-    let connected = withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-      }
-    }
-    guard connected == 0 else {
-      throw CommandFailure(
-        "the mount at \(mountPoint) is not running (no answer on its control socket)")
-    }
     writeText(line + "\n", to: fd)
     shutdown(fd, Int32(SHUT_WR))
     guard let bytes = deadline.map({ readAnswer(fd, until: $0) }) ?? readToEnd(fd) else {
@@ -137,6 +182,32 @@ enum Control {
       throw CommandFailure(String(response.dropFirst(6)).trimmingCharacters(in: "\n"))
     }
     throw CommandFailure("the mount at \(mountPoint) stopped while answering")
+  }
+
+  /// A socket connected to the control socket in `state`.
+  ///
+  /// The socket is named through `/proc/self/fd`, which is short whatever the state folder's
+  /// depth, and, unlike `chdir`, leaves other threads' requests (progress polls) alone.
+  private static func connect(state: String, mountPoint: String) throws -> Int32 {
+    let folder = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard folder >= 0 else {
+      throw CommandFailure("the mount at \(mountPoint) is not running (no state folder \(state))")
+    }
+    defer { close(folder) }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { throw CommandFailure(errorText(errno)) }
+    var address = unixAddress("/proc/self/fd/\(folder)/\(socketName)")
+    let connected = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+      }
+    }
+    guard connected == 0 else {
+      close(fd)
+      throw CommandFailure(
+        "the mount at \(mountPoint) is not running (no answer on its control socket)")
+    }
+    return fd
   }
 
   /// Everything `fd` sends until it closes, or nil when `deadline` (monotonic nanoseconds)

@@ -44,6 +44,9 @@ struct MountCommand: ParsableCommand {
       """)
   var logLevel: Logger.Level = .info
 
+  @Flag(help: "Do not show a desktop notification when a document gets a conflict.")
+  var noNotify = false
+
   @Flag(help: .hidden)
   var daemon = false
 
@@ -298,6 +301,10 @@ struct MountCommand: ParsableCommand {
     }
     mount.startInvalidations(session.notifier)
     engine.start(tree: fileSystem)
+    if !noNotify {
+      ConflictNotifier.start(
+        events: engine.events, mountPoint: target, logger: Logger(label: "docsync.notify"))
+    }
     let pidFile = folder + "/docsync.pid"
     writeFile(pidFile, "\(getpid())\n")
     // Once mounted, so that a mount that fails says only why; the parent of a daemon passes
@@ -364,6 +371,7 @@ struct MountCommand: ParsableCommand {
     if allowOther { arguments.append("--allow-other") }
     if fuseDebug { arguments.append("--fuse-debug") }
     if noPassthrough { arguments.append("--no-passthrough") }
+    if noNotify { arguments.append("--no-notify") }
     if let hub { arguments += ["--hub", hub] }
     if let device { arguments += ["--device", device] }
     arguments += ["--log-level", logLevel.rawValue]

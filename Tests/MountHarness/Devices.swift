@@ -323,8 +323,17 @@ public final class BackgroundProcess {
     let cArgv = full.map { strdup($0) } + [nil]
     let cEnv = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { (cArgv + cEnv).forEach { free($0) } }
+    // The test runner's threads block signals, and a child inherits the mask: without this,
+    // SIGTERM would not end a background program.
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var unblocked = sigset_t()
+    sigemptyset(&unblocked)
+    posix_spawnattr_setsigmask(&attributes, &unblocked)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
     var child = pid_t()
-    let spawned = posix_spawn(&child, "/usr/bin/env", &actions, nil, cArgv, cEnv)
+    let spawned = posix_spawn(&child, "/usr/bin/env", &actions, &attributes, cArgv, cEnv)
     guard spawned == 0 else {
       throw RunError(description: "posix_spawn \(argv): \(String(cString: strerror(spawned)))")
     }

@@ -1,0 +1,74 @@
+import Foundation
+import Logging
+import SessionBus
+import SyncEngine
+
+/// Tells the person at the desk, through a desktop notification on the session bus, when a
+/// document gets a conflict that docsync could not merge: discreetly, once per conflict.
+///
+/// It reads the engine's events on a thread of its own, so a slow or absent notification
+/// server never holds up syncing.
+enum ConflictNotifier {
+  /// Starts the reader when this process has a session bus; logs once when it has none.
+  static func start(events: EventLog, mountPoint: String, logger: Logger) {
+    guard let address = BusAddress.session(environment: ProcessInfo.processInfo.environment)
+    else {
+      logger.info("no session bus: conflicts are not shown as desktop notifications")
+      return
+    }
+    let thread = Thread {
+      var connection: BusConnection?
+      var after = events.latest
+      var warned = false
+      while true {
+        let batch = events.wait(after: after)
+        guard let last = batch.last else { return }
+        after = last.sequence
+        for event in batch {
+          guard let notification = notification(for: event, mountPoint: mountPoint) else {
+            continue
+          }
+          // One reconnect per notification: the bus may have restarted since the last one.
+          for attempt in 0..<2 {
+            do throws(BusError) {
+              if connection == nil { connection = try BusConnection(address: address) }
+              try notification.send(on: connection!)
+              warned = false
+              break
+            } catch {
+              if case .refused = error {
+                // The bus is fine; the notification server is not there or refused it.
+                if !warned { logger.warning("desktop notification not shown: \(error)") }
+                warned = true
+                break
+              }
+              connection = nil
+              if attempt == 1 {
+                if !warned {
+                  logger.warning("desktop notification not shown (\(address)): \(error)")
+                }
+                warned = true
+              }
+            }
+          }
+        }
+      }
+    }
+    thread.name = "docsync-notify"
+    thread.start()
+  }
+
+  /// The notification for a new conflict; nil for every other event.
+  static func notification(for event: EngineEvent, mountPoint: String) -> DesktopNotification? {
+    guard case .conflict(let path, _, let versions, let devices) = event.kind else { return nil }
+    let name = path.components.last.map { String(decoding: $0, as: UTF8.self) } ?? "\(path)"
+    let plural = versions == 1 ? "version is" : "versions are"
+    return DesktopNotification(
+      appName: "docsync", icon: "dialog-warning", summary: "Conflict in \(name)",
+      body: """
+        \(path) was changed on \(devices.joined(separator: " and ")) at the same time. \
+        Nothing is lost: \(mountPoint)/\(path) shows one version, and \(versions) other \
+        \(plural) in \(mountPoint)/.versions/\(path)/ (docsync versions lists them).
+        """)
+  }
+}
