@@ -341,9 +341,8 @@ extension SyncEngine {
           """)
         events.post(
           .refused(
-            version: record.id.hex, path: RecordCheck.printable(record.path.bytes),
-            device: RecordCheck.printable(record.deviceName.utf8, limit: 64),
-            reason: "\(problem)"),
+            version: record.id.hex, path: String(decoding: record.path.bytes, as: UTF8.self),
+            device: String(record.deviceName.prefix(64)), reason: "\(problem)"),
           time: now)
         continue
       }

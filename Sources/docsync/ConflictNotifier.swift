@@ -63,12 +63,29 @@ enum ConflictNotifier {
     guard case .conflict(let path, _, let versions, let devices) = event.kind else { return nil }
     let name = path.components.last.map { String(decoding: $0, as: UTF8.self) } ?? "\(path)"
     let plural = versions == 1 ? "version is" : "versions are"
+    let body = """
+      \(path) was changed on \(devices.joined(separator: " and ")) at the same time. \
+      Nothing is lost: \(mountPoint)/\(path) shows one version, and \(versions) other \
+      \(plural) in \(mountPoint)/.versions/\(path)/ (docsync versions lists them).
+      """
     return DesktopNotification(
-      appName: "docsync", icon: "dialog-warning", summary: "Conflict in \(name)",
-      body: """
-        \(path) was changed on \(devices.joined(separator: " and ")) at the same time. \
-        Nothing is lost: \(mountPoint)/\(path) shows one version, and \(versions) other \
-        \(plural) in \(mountPoint)/.versions/\(path)/ (docsync versions lists them).
-        """)
+      appName: "docsync", icon: "dialog-warning", summary: "Conflict in \(plain(name))",
+      body: markupEscaped(plain(body)))
+  }
+
+  /// Control characters (names come from other devices) shown as `?`.
+  static func plain(_ text: String) -> String {
+    String(
+      String.UnicodeScalarView(
+        text.unicodeScalars.map { scalar in
+          scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) ? "?" : scalar
+        }))
+  }
+
+  /// A body may be read as markup by the notification server (the specification's
+  /// `body-markup`): a name with `&` or `<` must show as itself.
+  static func markupEscaped(_ text: String) -> String {
+    text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+      .replacingOccurrences(of: ">", with: "&gt;")
   }
 }

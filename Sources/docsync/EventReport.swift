@@ -75,14 +75,21 @@ struct EventReport: Codable {
     }
   }
 
-  /// The line a person reads: time, mount, what happened.
+  /// The line a person reads: time, mount, what happened. Names come from other devices and
+  /// may hold control characters: they are shown as `?`, so that no name can move the cursor
+  /// or start a second line.
   var text: String {
-    let path = self.path ?? ""
+    func printable(_ text: String?) -> String { ConflictNotifier.plain(text ?? "") }
+    let path = printable(self.path)
+    let devices = (self.devices ?? []).map(printable)
+    let by = printable(self.by)
+    let device = printable(self.device)
+    let reason = printable(self.reason)
     let what: String
     switch event {
     case "conflict":
       let count = versions ?? 0
-      let others = (devices ?? []).joined(separator: ", ")
+      let others = devices.joined(separator: ", ")
       what =
         "conflict: \(path) was changed on \(others) at once; \(count) conflict "
         + "version\(count == 1 ? "" : "s") in .versions/\(path)/"
@@ -96,16 +103,16 @@ struct EventReport: Codable {
         }
       let left = remaining ?? 0
       what =
-        "resolved: \(path) on \(by ?? "?") (\(means))"
+        "resolved: \(path) on \(by) (\(means))"
         + (left > 0 ? "; \(left) conflict version\(left == 1 ? "" : "s") left" : "")
     case "merged":
-      what = "merged: \(path) merged automatically (\((devices ?? []).joined(separator: ", ")))"
+      what = "merged: \(path) merged automatically (\(devices.joined(separator: ", ")))"
     case "offline":
-      what = "offline: \(reason ?? "")"
+      what = "offline: \(reason)"
     case "online":
       what = "back online (offline since \(offlineSince ?? "?"))"
     case "refused":
-      what = "refused: version \(version ?? "") of \(path) from \(device ?? "?"): \(reason ?? "")"
+      what = "refused: version \(version ?? "") of \(path) from \(device): \(reason)"
     case "transfer":
       let count = files ?? 0
       let verb = direction == "upload" ? "uploaded" : "downloaded"

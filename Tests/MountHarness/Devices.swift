@@ -255,12 +255,14 @@ public final class Library {
   /// The device called `name`, mounted on first use, with `options` added to `docsync mount`
   /// and, if given, the umask it runs with.
   @discardableResult
-  public func device(_ name: String, options: [String] = [], umask: mode_t? = nil) throws
-    -> Device
-  {
+  public func device(
+    _ name: String, options: [String] = [], umask: mode_t? = nil,
+    environment: [String: String] = [:]
+  ) throws -> Device {
     if let existing = devices.first(where: { $0.name == name }) { return existing }
     let device = try Device(
-      name: name, base: base, hub: hub, environment: hubEnvironment, user: user,
+      name: name, base: base, hub: hub,
+      environment: hubEnvironment.merging(environment) { _, new in new }, user: user,
       mountOptions: options, umask: umask)
     devices.append(device)
     try device.mount()
