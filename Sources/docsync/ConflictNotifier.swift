@@ -24,10 +24,7 @@ enum ConflictNotifier {
         let batch = events.wait(after: after)
         guard let last = batch.last else { return }
         after = last.sequence
-        for event in batch {
-          guard let notification = notification(for: event, mountPoint: mountPoint) else {
-            continue
-          }
+        for notification in notifications(for: batch, mountPoint: mountPoint) {
           // One reconnect per notification: the bus may have restarted since the last one.
           for attempt in 0..<2 {
             do throws(BusError) {
@@ -56,6 +53,31 @@ enum ConflictNotifier {
     }
     thread.name = "docsync-notify"
     thread.start()
+  }
+
+  /// More conflicts than this at once (a device back after weeks offline) make one summary.
+  static let mostAtOnce = 3
+
+  /// One notification per new conflict in `batch`, or one for all of them when there are more
+  /// than ``mostAtOnce``: a person wants to know, not to dismiss a hundred bubbles.
+  static func notifications(for batch: [EngineEvent], mountPoint: String) -> [DesktopNotification] {
+    let single = batch.compactMap { notification(for: $0, mountPoint: mountPoint) }
+    guard single.count > mostAtOnce else { return single }
+    let names = batch.compactMap { event -> String? in
+      guard case .conflict(let path, _, _, _) = event.kind else { return nil }
+      return plain(path.description)
+    }
+    return [
+      DesktopNotification(
+        appName: "docsync", icon: "dialog-warning",
+        summary: "Conflicts in \(names.count) documents",
+        body: markupEscaped(
+          """
+          \(names.prefix(mostAtOnce).joined(separator: ", ")) and \(names.count - mostAtOnce) \
+          more were changed on two devices at the same time. Nothing is lost: the other \
+          versions are in \(mountPoint)/.versions/ (docsync status lists them).
+          """))
+    ]
   }
 
   /// The notification for a new conflict; nil for every other event.
