@@ -56,6 +56,16 @@ extension LocalStore {
     }
   }
 
+  /// Makes everything written so far in the state folder durable with one flush: the content
+  /// and names of a batch of blobs and working files, where an fsync of each would cost a disk
+  /// cache flush per file (about 4 ms each on an ordinary disk; a batch of 64 small files
+  /// takes one). syncfs(2) flushes the whole file system, so it is for batches, never for
+  /// one file, and never under a lock.
+  public func syncEverything() {
+    if let syncfs = syncFileSystem, syncfs(workingFiles) == 0 { return }
+    sync()
+  }
+
   /// Removes what an earlier run left on its way in: every file in ``incomingFolder``, and
   /// the `<inode>.sync` copies that earlier versions made beside a working file.
   public func removeIncomingLeftovers() {

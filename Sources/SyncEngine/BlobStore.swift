@@ -5,8 +5,9 @@ import LocalStore
 
 /// The device's content-addressed blobs: the content of every version it has made or fetched.
 ///
-/// A blob is written to a temporary file, fsynced, and only then renamed to its hash, so a
-/// record that names a blob never outlives the blob itself, whatever crashes in between.
+/// A blob is written to a temporary file, made durable (fsynced alone, or with its whole batch
+/// by ``LocalStore/syncEverything()``), and only then named by a durable record, so a record
+/// that names a blob never outlives the blob itself, whatever crashes in between.
 struct BlobStore: Sendable {
   let folder: String
   let store: LocalStore
@@ -41,8 +42,13 @@ struct BlobStore: Sendable {
   }
 
   /// Moves a verified temporary file to its place as the blob `hash`.
-  func install(temporary: String, descriptor: Int32, as hash: ContentHash) throws(SyncError) {
-    guard fsync(descriptor) == 0 else {
+  ///
+  /// With `durable` false the caller makes its whole batch durable at once before any record
+  /// names the blob.
+  func install(temporary: String, descriptor: Int32, as hash: ContentHash, durable: Bool = true)
+    throws(SyncError)
+  {
+    guard !durable || fsync(descriptor) == 0 else {
       close(descriptor)
       unlink(temporary)
       throw .local("cannot write blob \(hash.hex): \(String(cString: strerror(errno)))")
@@ -57,7 +63,8 @@ struct BlobStore: Sendable {
   }
 
   /// Copies an open file into the store, hashing as it goes; returns the hash and the size.
-  func add(from source: Int32) throws(SyncError) -> (ContentHash, Int64) {
+  /// `durable` as for ``install(temporary:descriptor:as:durable:)``.
+  func add(from source: Int32, durable: Bool = true) throws(SyncError) -> (ContentHash, Int64) {
     guard let (temporary, fd) = temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -88,7 +95,7 @@ struct BlobStore: Sendable {
       close(fd)
       unlink(temporary)
     } else {
-      try install(temporary: temporary, descriptor: fd, as: hash)
+      try install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
     }
     return (hash, Int64(offset))
   }

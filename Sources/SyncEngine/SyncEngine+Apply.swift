@@ -35,7 +35,7 @@ extension SyncEngine {
 
   static let applyBatchBytes: UInt64 = 64 << 20
 
-  /// Lands a batch: content into new working files (fsynced), then the intents (durable),
+  /// Lands a batch: content into new working files (durable), then the intents (durable),
   /// then the names, the folders' fsync, and what each path shows, in one transaction.
   private func execute(_ batch: [FileApply]) {
     var ready: [(item: FileApply, incoming: String)] = []
@@ -54,13 +54,19 @@ extension SyncEngine {
       }
     }
     guard let tree = withLock({ self.tree }) else { return }
+    // Many small files are made durable together with one flush, not one fsync each.
+    let together = batch.count > 1
     for item in batch {
-      if let incoming = prepare(item) { ready.append((item, incoming)) }
+      if let incoming = prepare(item, durable: !together) { ready.append((item, incoming)) }
     }
     guard !ready.isEmpty else { return }
-    // The pulled records that name these blobs become durable with the journal sync below:
-    // the blobs' names first.
-    store.syncBlobFolders(of: ready.map(\.item.hash.hex))
+    // The new working files, and the blobs' names (the pulled records that name them become
+    // durable with the journal sync below), reach the disk first.
+    if together {
+      store.syncEverything()
+    } else {
+      store.syncBlobFolders(of: ready.map(\.item.hash.hex))
+    }
     // A crash from here on leaves intents: the next start finishes or forgets each one, and
     // never takes the content it was writing for a local edit.
     do {
@@ -119,9 +125,10 @@ extension SyncEngine {
   }
 
   /// Copies a blob into a new working file, checking it against its hash as it goes, with
-  /// the version's time, and makes it durable; nil when it cannot (the blob is damaged or
-  /// missing: it is dropped, so that it is fetched again).
-  private func prepare(_ item: FileApply) -> String? {
+  /// the version's time, and makes it durable (here, or with its batch when `durable` is
+  /// false); nil when it cannot (the blob is damaged or missing: it is dropped, so that it is
+  /// fetched again).
+  private func prepare(_ item: FileApply, durable: Bool) -> String? {
     guard let (incoming, fd) = store.createIncomingFile() else {
       logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
       return nil
@@ -166,7 +173,7 @@ extension SyncEngine {
       tv_sec: Int(item.modificationTime.floorDivided(by: 1_000_000_000)),
       tv_nsec: Int(item.modificationTime.floorRemainder(by: 1_000_000_000)))
     _ = futimens(fd, [time, time])
-    guard fsync(fd) == 0 else {
+    guard !durable || fsync(fd) == 0 else {
       logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
       return nil
     }

@@ -289,13 +289,18 @@ extension SyncEngine {
       download.totalBytes = needed.values.reduce(download.totalBytes, saturatingSum)
       return (fresh, needed)
     }
-    for (hash, size) in needed.sorted(by: { $0.key.hex < $1.key.hex }) {
-      try await fetchBlob(hash)
+    // A page of many blobs is made durable with one flush, before its records are stored.
+    let batch = needed.count > 1
+    // In the order of the hashes' bytes (the order of their hex names), named once each.
+    let ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+    for (hash, size) in ordered {
+      try await fetchBlob(hash, durable: !batch)
       withLock {
         download.doneFiles += 1
         download.doneBytes = saturatingSum(download.doneBytes, size)
       }
     }
+    if batch { store.syncEverything() }
     return try withLock { () throws(SyncError) -> Bool in
       // `pause` may have returned while this page was on its way: it is then dropped, cursor
       // and all, so that nothing arrives after a pause.
@@ -353,7 +358,8 @@ extension SyncEngine {
   }
 
   /// Downloads a blob into the store, checking its hash on arrival.
-  func fetchBlob(_ hash: ContentHash) async throws(SyncError) {
+  /// `durable` as for ``BlobStore/install(temporary:descriptor:as:durable:)``.
+  func fetchBlob(_ hash: ContentHash, durable: Bool = true) async throws(SyncError) {
     guard let (temporary, fd) = blobs.temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -375,7 +381,7 @@ extension SyncEngine {
     }
     // The hub checked the bytes against the hash as they arrived (Hub.fetchBlob's contract,
     // on this side of the network), so they are not read back a second time here.
-    try blobs.install(temporary: temporary, descriptor: fd, as: hash)
+    try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
   }
 }
 

@@ -18,9 +18,11 @@ extension SyncEngine {
     guard let window = withLock({ beginWindow(early: early) }) else { return }
     var after = window.after
     var hashed: [String] = []
+    // Many files (cp -r, tar x) are made durable together, with one flush, not two per file.
+    let batch = window.toHash.count > 1
     for job in window.toHash {
       do {
-        if let content = try hashFile(job) {
+        if let content = try hashFile(job, durable: !batch) {
           after[job.path] = content
           if let hash = content.blobHash { hashed.append(hash.hex) }
         }
@@ -28,8 +30,12 @@ extension SyncEngine {
         logger.error("cannot read \(job.path) to sync it: \(error)")
       }
     }
-    // The blobs' names reach the disk before any record that names them can.
-    if !hashed.isEmpty { store.syncBlobFolders(of: hashed) }
+    // The files, the blobs and their names reach the disk before any record that names them.
+    if batch {
+      store.syncEverything()
+    } else if !hashed.isEmpty {
+      store.syncBlobFolders(of: hashed)
+    }
     withLock { finishWindow(window, after: after) }
   }
 
@@ -66,16 +72,17 @@ extension SyncEngine {
     return HashJob(path: path, entry: entry, inode: inode, executable: executable)
   }
 
-  /// Hashes a working file into a blob, outside the lock. The working file is fsynced first:
-  /// a version must never name content that a power cut can take back from the file, or the
-  /// older content would come back as a new local edit.
-  func hashFile(_ job: HashJob) throws(SyncError) -> VersionContent? {
+  /// Hashes a working file into a blob, outside the lock. The working file is made durable
+  /// first (fsynced here, or with its batch when `durable` is false, before the window's
+  /// records): a version must never name content that a power cut can take back from the
+  /// file, or the older content would come back as a new local edit.
+  func hashFile(_ job: HashJob, durable: Bool = true) throws(SyncError) -> VersionContent? {
     let fd = openat(
       store.workingFiles, LocalStore.workingFileName(job.inode), O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    _ = fsync(fd)
-    let (hash, copied) = try blobs.add(from: fd)
+    if durable { _ = fsync(fd) }
+    let (hash, copied) = try blobs.add(from: fd, durable: durable)
     return .file(hash: hash, size: UInt64(copied), executable: job.executable)
   }
 
