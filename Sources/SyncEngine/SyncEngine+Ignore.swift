@@ -16,6 +16,7 @@ extension SyncEngine {
     if touched.contains(IgnoreRules.filePath), let rules = rulesOfCurrentIgnoreFile() {
       adopt(rules)
     }
+    if touched.contains(MergeAttributes.filePath) { adoptMergeAttributes() }
   }
 
   /// The rules of the current version of `.docsyncignore`: built-in only when there is none,
