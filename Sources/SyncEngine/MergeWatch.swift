@@ -19,13 +19,13 @@ struct MergeWatch {
   private var decided: [DocumentPath: [VersionID]] = [:]
 
   /// The merges whose heads have settled, and how long until the next one will have
-  /// (milliseconds; nil when none waits). Forgets paths that are no longer candidates.
-  mutating func due(_ plans: [AutoMerge], now: UInt64, settle: UInt64) -> (
-    due: [AutoMerge], wakeIn: UInt64?
-  ) {
+  /// (milliseconds; nil when none waits). Forgets paths that are no longer `candidates`.
+  mutating func due(
+    _ plans: [AutoMerge], candidates: Set<DocumentPath>, now: UInt64, settle: UInt64
+  ) -> (due: [AutoMerge], wakeIn: UInt64?) {
     let paths = Set(plans.map(\.path))
     seen = seen.filter { paths.contains($0.key) }
-    decided = decided.filter { paths.contains($0.key) }
+    decided = decided.filter { candidates.contains($0.key) }
     var due: [AutoMerge] = []
     var wakeIn: UInt64?
     for plan in plans where decided[plan.path] != plan.headIDs {
@@ -44,9 +44,9 @@ struct MergeWatch {
     return (due, wakeIn)
   }
 
-  /// Whether some plan still waits to be merged or judged.
-  func hasUndecided(_ plans: [AutoMerge]) -> Bool {
-    plans.contains { decided[$0.path] != $0.headIDs }
+  /// Whether `heads` (sorted) of `path` already gave no merge.
+  func isJudged(_ path: DocumentPath, heads: [VersionID]) -> Bool {
+    decided[path] == heads
   }
 
   /// Remembers that `plan`'s heads gave no merge.

@@ -2,15 +2,24 @@ import DocumentModel
 import LocalStore
 
 extension SyncEngine {
-  /// The automatic merges `.docsyncattributes` asks for, of every document in conflict.
+  /// The documents in conflict that `.docsyncattributes` lets merge, and the merges of those
+  /// whose heads have not been judged yet. Heads are compared before any ancestor is looked
+  /// for, so a conflict that stays (an overlap) costs little on each turn of the loop.
   /// Called with the lock held.
-  func autoMergePlans() -> [AutoMerge] {
-    guard merging.attributes.lineCount > 0 else { return [] }
-    return state.conflicts.keys.sorted().compactMap { path in
-      guard !ignore.isIgnored(path) else { return nil }
-      return AutoMerge.plan(
-        at: path, in: known, state: state, policy: merging.attributes.policy(for: path))
+  func autoMergePlans() -> (candidates: Set<DocumentPath>, plans: [AutoMerge]) {
+    guard merging.attributes.lineCount > 0 else { return ([], []) }
+    var candidates: Set<DocumentPath> = []
+    var plans: [AutoMerge] = []
+    for path in state.conflicts.keys.sorted() where !ignore.isIgnored(path) {
+      let policy = merging.attributes.policy(for: path)
+      guard policy != .manual else { continue }
+      candidates.insert(path)
+      guard !merging.isJudged(path, heads: known.heads(at: path).map(\.id).sorted()),
+        let plan = AutoMerge.plan(at: path, in: known, state: state, policy: policy)
+      else { continue }
+      plans.append(plan)
     }
+    return (candidates, plans)
   }
 
   /// Merges the documents in conflict whose heads have settled: the decision is
@@ -19,8 +28,10 @@ extension SyncEngine {
   func autoMerge() async throws(SyncError) {
     let due = withLock { () -> [AutoMerge] in
       adoptMergeAttributes()
+      let (candidates, plans) = autoMergePlans()
       let (due, wakeIn) = merging.due(
-        autoMergePlans(), now: monotonicMilliseconds(), settle: mergeSettleMilliseconds)
+        plans, candidates: candidates, now: monotonicMilliseconds(),
+        settle: mergeSettleMilliseconds)
       mergeWakeIn = wakeIn
       return due
     }
@@ -103,6 +114,6 @@ extension SyncEngine {
 
   /// Whether an automatic merge waits for its heads to settle. Called with the lock held.
   func autoMergeWaits() -> Bool {
-    merging.hasUndecided(autoMergePlans())
+    !autoMergePlans().plans.isEmpty
   }
 }
