@@ -10,9 +10,9 @@ import DocumentModel
 /// one on each device, to be merged again. Waiting a moment lets every device see every head
 /// and make the one same record.
 struct MergeWatch {
-  var attributes = MergeAttributes.none
+  private(set) var attributes = MergeAttributes.none
   /// The version of `.docsyncattributes` that `attributes` were read from.
-  var attributesSource: VersionID?
+  private(set) var attributesSource: VersionID?
   /// The heads of each candidate as first seen, and when (monotonic milliseconds).
   private var seen: [DocumentPath: (heads: [VersionID], since: UInt64)] = [:]
   /// Heads that gave no merge (an overlap, not text): not tried again until they change.
@@ -42,6 +42,15 @@ struct MergeWatch {
       }
     }
     return (due, wakeIn)
+  }
+
+  /// Uses the attributes of version `source` of `.docsyncattributes` (nil: there is none).
+  /// Heads that gave no merge under the old ones may merge under these (`merge=union` where
+  /// `merge=text` found an overlap): they are judged again.
+  mutating func adopt(_ attributes: MergeAttributes, from source: VersionID?) {
+    self.attributes = attributes
+    attributesSource = source
+    decided = [:]
   }
 
   /// Whether `heads` (sorted) of `path` already gave no merge.

@@ -106,8 +106,7 @@ extension SyncEngine {
       attributes = MergeAttributes(fileContent: bytes)
     }
     guard source != merging.attributesSource else { return }
-    merging.attributesSource = source
-    merging.attributes = attributes
+    merging.adopt(attributes, from: source)
     logger.info(
       "merge attributes: \(attributes.lineCount) line(s) from \(MergeAttributes.fileName)")
   }
