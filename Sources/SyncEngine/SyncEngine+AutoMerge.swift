@@ -58,7 +58,17 @@ extension SyncEngine {
         }
         continue
       }
-      let hash = try blobs.add(bytes: bytes)
+      let hash: ContentHash
+      do {
+        hash = try blobs.add(bytes: bytes)
+      } catch {
+        // A local failure, not the hub's: the loop must not take it for being offline.
+        withLock {
+          merging.judged(plan)
+          logger.error("cannot store the merge of \(plan.path): \(error)")
+        }
+        continue
+      }
       // The blob's name reaches the disk before the record that names it can.
       store.syncBlobFolders(of: [hash.hex])
       let record = plan.record(hash: hash, size: UInt64(bytes.count))
