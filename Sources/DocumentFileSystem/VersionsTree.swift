@@ -106,6 +106,14 @@ final class VersionsTree: @unchecked Sendable {
 }
 
 extension DocumentFileSystem {
+  /// The names of the views in `.versions/<path>/` of the document at `path`: `merged<ext>`,
+  /// then `base<ext>` when history has an ancestor; empty when it has none (not in conflict,
+  /// not text, or some content not here yet). For `docsync versions`.
+  public func mergeViewNames(of path: DocumentPath) -> [(name: [UInt8], isBase: Bool)] {
+    guard let name = path.components.last, let views = mergeViews(at: path) else { return [] }
+    return views.names(for: name)
+  }
+
   /// Whether an inode belongs to the virtual `.versions` tree.
   public static func isVirtual(_ inode: UInt64) -> Bool {
     inode == versionsInode || inode >= VersionsTree.firstInode

@@ -27,9 +27,9 @@ public struct IgnoreRules: Hashable, Sendable {
   /// How many patterns the library's file adds to the built-in names.
   public var patternCount: Int { patterns.count }
 
-  /// Whether `path` never syncs. `.docsyncignore` itself always syncs.
+  /// Whether `path` never syncs. `.docsyncignore` and `.docsyncattributes` always sync.
   public func isIgnored(_ path: DocumentPath) -> Bool {
-    if path == Self.filePath { return false }
+    if path == Self.filePath || path == MergeAttributes.filePath { return false }
     if IgnoredNames.isIgnored(path) { return true }
     guard !patterns.isEmpty else { return false }
     // Each folder on the way down is judged first: what lies in an ignored folder is ignored.
@@ -46,10 +46,7 @@ public struct IgnoreRules: Hashable, Sendable {
 /// One line of `.docsyncignore`.
 struct IgnorePattern: Hashable, Sendable {
   let negated: Bool
-  /// Matched against the whole path from the root, segment by segment; otherwise against the
-  /// last name only, at any depth.
-  let anchored: Bool
-  let segments: [[UInt8]]
+  let pattern: PathPattern
 
   init?(line raw: [UInt8]) {
     var line = raw[...]
@@ -66,33 +63,11 @@ struct IgnorePattern: Hashable, Sendable {
     {
       line = line.dropFirst()
     }
-    while line.last == UInt8(ascii: "/") { line = line.dropLast() }
-    let parts = line.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-    anchored = parts.count > 1
-    let kept = parts.filter { !$0.isEmpty }.map(Array.init)
-    guard !kept.isEmpty else { return nil }
-    segments = kept
+    guard let pattern = PathPattern(line) else { return nil }
+    self.pattern = pattern
   }
 
-  func matches(_ components: ArraySlice<[UInt8]>) -> Bool {
-    guard anchored else {
-      return components.last.map { Glob.matches(segments[0][...], $0[...]) } ?? false
-    }
-    return Self.match(segments[...], components)
-  }
-
-  private static func match(_ pattern: ArraySlice<[UInt8]>, _ path: ArraySlice<[UInt8]>) -> Bool {
-    guard let head = pattern.first else { return path.isEmpty }
-    if head == Array("**".utf8) {
-      let rest = pattern.dropFirst()
-      // `**` takes zero or more folders; `foo/**` needs something inside foo.
-      if rest.isEmpty { return !path.isEmpty }
-      for skip in 0...path.count where match(rest, path.dropFirst(skip)) { return true }
-      return false
-    }
-    guard let name = path.first, Glob.matches(head[...], name[...]) else { return false }
-    return match(pattern.dropFirst(), path.dropFirst())
-  }
+  func matches(_ components: ArraySlice<[UInt8]>) -> Bool { pattern.matches(components) }
 }
 
 /// Shell-style matching of one name: `*`, `?`, `[...]` and `\`.

@@ -29,6 +29,7 @@ extension SyncEngine {
         try await push()
         while try await pull() {}
         try await fetchMissingBlobs()
+        try await autoMerge()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
@@ -50,7 +51,10 @@ extension SyncEngine {
           withLock { syncCompleted = max(syncCompleted, target) }
         }
         if !forced {
-          await waitForWork(seen: seen, limit: Self.idleWait, hubCursor: withLock { cursor })
+          // A merge waiting for its heads to settle wakes the loop when it is due.
+          let limit = withLock { mergeWakeIn }.map { min(Self.idleWait, .milliseconds(Int($0))) }
+          await waitForWork(
+            seen: seen, limit: limit ?? Self.idleWait, hubCursor: withLock { cursor })
         } else if !clean {
           await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
@@ -113,7 +117,10 @@ extension SyncEngine {
     }
     let pendingLocal = changeLog.peekPaths()
     if !pendingLocal.isEmpty && !pendingLocal.contains(where: waitingForWriters) { return false }
-    return deferred.allSatisfy { waitingForWriters($0) || pendingLocal.contains($0) }
+    guard deferred.allSatisfy({ waitingForWriters($0) || pendingLocal.contains($0) }) else {
+      return false
+    }
+    return !autoMergeWaits()
   }
 
   /// How long a sync waits for the release of files closed just before it (milliseconds).

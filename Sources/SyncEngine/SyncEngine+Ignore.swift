@@ -20,10 +20,14 @@ extension SyncEngine {
       let latest =
         state.current(at: path) ?? known.heads(at: path).max { $0.modified < $1.modified }
       for event in ConflictEvents.between(
-        before: before, after: after, previous: previous[path], latest: latest, at: path)
+        before: before, after: after, previous: previous[path], latest: latest, at: path,
+        isAutomaticMerge: { $0.deviceID == AutoMerge.deviceID })
       {
         if case .conflict(_, _, let count, _) = event {
           logger.info("conflict at \(path): \(count) version(s) in .versions/\(path)/")
+          // A conflict that `.docsyncattributes` lets merge is reported once the merge was
+          // tried and failed (`autoMerge`): nobody is told of what docsync resolves itself.
+          if merging.attributes.policy(for: path) != .manual { continue }
         }
         events.post(event, time: wallMilliseconds())
       }
@@ -31,6 +35,7 @@ extension SyncEngine {
     if touched.contains(IgnoreRules.filePath), let rules = rulesOfCurrentIgnoreFile() {
       adopt(rules)
     }
+    if touched.contains(MergeAttributes.filePath) { adoptMergeAttributes() }
   }
 
   /// The rules of the current version of `.docsyncignore`: built-in only when there is none,

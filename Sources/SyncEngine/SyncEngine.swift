@@ -62,6 +62,9 @@ public final class SyncEngine: @unchecked Sendable {
   /// for its close anyway.
   public let quietMilliseconds: UInt64
   public let hubDescription: String
+  /// How long the heads of a document in conflict must stay the same before it is merged
+  /// automatically (see `MergeWatch`).
+  public let mergeSettleMilliseconds: UInt64
 
   let store: LocalStore
   let hub: any Hub
@@ -97,6 +100,10 @@ public final class SyncEngine: @unchecked Sendable {
   /// The merged views people may copy over a document, by path: the heads each was made from
   /// and its content's hash (see `noteMergedView`).
   var mergedViews: [DocumentPath: (heads: [VersionID], hash: ContentHash)] = [:]
+  /// Automatic merging: the attributes, and which merges wait for their heads to settle.
+  var merging = MergeWatch()
+  /// How long until a waiting merge is due (milliseconds), for the loop's sleep.
+  var mergeWakeIn: UInt64?
   weak var tree: (any LocalTree)?
   var paused = false
   /// What never syncs: the built-in names and the current `.docsyncignore`.
@@ -121,13 +128,15 @@ public final class SyncEngine: @unchecked Sendable {
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
     store: LocalStore, hub: any Hub, hubDescription: String, deviceName: String,
-    quietMilliseconds: UInt64 = 150, logger: Logger = Logger(label: "docsync.sync")
+    quietMilliseconds: UInt64 = 150, mergeSettleMilliseconds: UInt64 = 1000,
+    logger: Logger = Logger(label: "docsync.sync")
   ) throws(SyncError) {
     pthread_mutex_init(&mutex, nil)
     self.store = store
     self.hub = hub
     self.hubDescription = hubDescription
     self.quietMilliseconds = quietMilliseconds
+    self.mergeSettleMilliseconds = mergeSettleMilliseconds
     self.logger = logger
     blobs = BlobStore(store: store)
     let snapshot: SyncSnapshot
@@ -177,6 +186,7 @@ public final class SyncEngine: @unchecked Sendable {
     outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
     intents = snapshot.intents
     ignore = rulesOfCurrentIgnoreFile() ?? .builtIn
+    adoptMergeAttributes()
     let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
     try persist([
       .setMetadata(key: "device_id", value: idBytes),

@@ -12,8 +12,14 @@ import SyncEngine
 enum Control {
   static let socketName = "control.sock"
 
+  /// The merged and base views of a document in conflict, by name (see
+  /// `DocumentFileSystem.mergeViewNames`).
+  typealias MergeViewNames = @Sendable (DocumentPath) -> [(name: [UInt8], isBase: Bool)]
+
   /// Serves requests for `engine` on a thread per connection.
-  static func serve(engine: SyncEngine, state: String, mountPoint: String) throws {
+  static func serve(
+    engine: SyncEngine, state: String, mountPoint: String, mergeViews: @escaping MergeViewNames
+  ) throws {
     guard chdir(state) == 0 else {
       throw CommandFailure("cannot enter the state folder \(state): \(errorText(errno))")
     }
@@ -40,7 +46,7 @@ enum Control {
           return
         }
         Thread.detachNewThread {
-          handle(client, engine: engine, mountPoint: mountPoint)
+          handle(client, engine: engine, mountPoint: mountPoint, mergeViews: mergeViews)
         }
       }
     }
@@ -48,7 +54,9 @@ enum Control {
     thread.start()
   }
 
-  private static func handle(_ client: Int32, engine: SyncEngine, mountPoint: String) {
+  private static func handle(
+    _ client: Int32, engine: SyncEngine, mountPoint: String, mergeViews: MergeViewNames
+  ) {
     defer { close(client) }
     guard let line = readLine(client) else { return }
     let words = line.split(separator: " ").map(String.init)
@@ -85,7 +93,7 @@ enum Control {
       }
       let report = VersionsReport(
         mountPoint: mountPoint, path: path, current: versions.current,
-        conflicts: versions.conflicts)
+        conflicts: versions.conflicts, views: versions.conflicts.isEmpty ? [] : mergeViews(path))
       reply(client, "ok\n" + encoded(report))
     case "events":
       // `events` streams from now; `events N` first sends what is kept after sequence N.
@@ -375,12 +383,26 @@ struct VersionsReport: Codable {
     var command: String?
   }
 
+  /// A read-only file in `.versions/<path>/` that helps merge a text document in conflict.
+  struct View: Codable {
+    /// `merged<ext>` or `base<ext>`.
+    var name: String
+    /// `merged` (a three-way merge of every version) or `base` (their nearest common ancestor).
+    var kind: String
+    /// The shell command that uses it: `cp` of the merge over the document takes it; `diff`
+    /// against the base shows what the current version changed.
+    var command: String
+  }
+
   var mountPoint: String
   var path: String
   var versions: [Version]
+  /// Empty when the document has none (not in conflict, or not text).
+  var views: [View]?
 
   init(
-    mountPoint: String, path: DocumentPath, current: VersionRecord, conflicts: [VersionRecord]
+    mountPoint: String, path: DocumentPath, current: VersionRecord, conflicts: [VersionRecord],
+    views: [(name: [UInt8], isBase: Bool)] = []
   ) {
     self.mountPoint = mountPoint
     self.path = path.description
@@ -401,6 +423,14 @@ struct VersionsReport: Codable {
           name: name, current: false, device: record.deviceName,
           modified: record.modified.isoString, size: record.content.size ?? 0,
           command: "cp \(shellQuoted(folder + "/" + name)) \(shellQuoted(document))"))
+    }
+    self.views = views.map { view in
+      let name = String(decoding: view.name, as: UTF8.self)
+      let file = shellQuoted(folder + "/" + name)
+      return View(
+        name: name, kind: view.isBase ? "base" : "merged",
+        command: view.isBase
+          ? "diff -u \(file) \(shellQuoted(document))" : "cp \(file) \(shellQuoted(document))")
     }
   }
 }

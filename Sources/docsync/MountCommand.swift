@@ -286,7 +286,9 @@ struct MountCommand: ParsableCommand {
     }
     let mount = DocumentMount(fileSystem: fileSystem)
     // Before mounting, so that a control socket that cannot be made leaves no dead mount.
-    try Control.serve(engine: engine, state: folder, mountPoint: target)
+    try Control.serve(
+      engine: engine, state: folder, mountPoint: target,
+      mergeViews: { fileSystem.mergeViewNames(of: $0) })
     let session: Session
     do {
       session = try Session(

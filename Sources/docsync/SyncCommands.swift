@@ -274,7 +274,7 @@ struct StatusCommand: ParsableCommand {
 }
 
 /// `docsync versions`: the current version of one document and its conflict versions, with the
-/// command that chooses each.
+/// command that chooses each, and the merged and base views of a text document in conflict.
 struct VersionsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "versions",
@@ -318,6 +318,16 @@ struct VersionsCommand: ParsableCommand {
       if let command = version.command {
         lines.append("           \(version.current ? "keep it:  " : "choose it:") \(command)")
       }
+    }
+    for view in report.views ?? [] {
+      let what =
+        view.kind == "base"
+        ? "their nearest common ancestor"
+        : "a three-way merge of every version, with markers where they overlap"
+      lines.append(
+        "  \(view.kind.padding(toLength: 8, withPad: " ", startingAt: 0)) \(view.name): \(what)")
+      lines.append(
+        "           \(view.kind == "base" ? "compare:  " : "take it:  ") \(view.command)")
     }
     writeText(lines.joined(separator: "\n") + "\n", to: 1)
   }

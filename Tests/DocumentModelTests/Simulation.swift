@@ -44,6 +44,10 @@ struct Schedule {
   var created: [VersionID] = []
   var resolutions: Set<VersionID> = []
   var refused = 0
+  /// Which documents merge by themselves (`.docsyncattributes`): none in some schedules.
+  var attributes = MergeAttributes.none
+  /// Automatic merges made (each device's counts).
+  var merges = 0
   /// Well-formed records with a bad field (RecordCheck) offered and refused.
   var refusedFields = 0
   var failure: String?
@@ -63,6 +67,11 @@ struct Schedule {
       let skew = rng.chance(30) ? hours * 3_600_000 : 0
       devices.append(SimDevice(author: author, skewMilliseconds: skew))
     }
+    let choices = [
+      "", "*.md merge=text\n", "*.md merge=text\nMakefile merge=union\nd0/** -merge\n",
+      "* merge=union\n*.md merge=text\n",
+    ]
+    attributes = MergeAttributes(fileContent: Array(rng.pick(choices).utf8))
   }
 
   mutating func check(_ condition: Bool, _ message: @autoclosure () -> String) {
@@ -83,14 +92,25 @@ struct Schedule {
         localWork(device)
       } else if roll < 56 {
         devices[device].online.toggle()
+      } else if roll < 62 {
+        // Whenever a device gets to it: with all the heads or only some of them.
+        autoMerge(device)
       } else {
         flush()
         deliver(limit: 1 + rng.below(4))
       }
     }
     for index in devices.indices { devices[index].online = true }
-    flush()
-    deliver(limit: Int.max)
+    // Merges made from some of the heads meet other merges: each round merges those again,
+    // and the same heads make the same record on every device, so the rounds end.
+    var rounds = 0
+    repeat {
+      flush()
+      deliver(limit: Int.max)
+      for index in devices.indices { autoMerge(index) }
+      rounds += 1
+    } while devices.contains(where: { !$0.outbox.isEmpty }) && rounds < 20 && failure == nil
+    check(rounds < 20, "automatic merges did not settle after \(rounds) rounds")
     if failure == nil { checkConverged() }
     return failure
   }
@@ -249,6 +269,32 @@ struct Schedule {
     return result
   }
 
+  /// A text edit of `previous` for a document that merges by itself: one line replaced, or a
+  /// line added, so that concurrent edits sometimes overlap and sometimes not.
+  mutating func newContent(
+    _ device: Int, at path: DocumentPath, previous: VersionContent?
+  ) -> VersionContent {
+    guard attributes.policy(for: path) != .manual, !rng.chance(5) else {
+      return newContent(device)
+    }
+    var lines = (1...12).map { "\($0)" }
+    if case .file(let hash, _, _)? = previous, let bytes = devices[device].blobs[hash],
+      ThreeWayMerge.isMergeableText(bytes), !bytes.isEmpty
+    {
+      lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+    let mark = "dev\(device)-\(step)"
+    if rng.chance(15) || lines.isEmpty {
+      lines.insert(mark, at: rng.below(lines.count + 1))
+    } else {
+      lines[rng.below(lines.count)] = mark
+    }
+    let blob = Array(lines.map { $0 + "\n" }.joined().utf8)
+    let hash = ContentHash(of: blob)
+    devices[device].blobs[hash] = blob
+    return .file(hash: hash, size: UInt64(blob.count), executable: false)
+  }
+
   mutating func newContent(_ device: Int) -> VersionContent {
     var blob = (0..<rng.below(12)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     if rng.chance(10) { blob = [] }
@@ -288,7 +334,7 @@ struct Schedule {
       }
       if local[target] == nil { ops.append(.create(target)) }
       ops.append(.write(target))
-      local[target] = newContent(device)
+      local[target] = newContent(device, at: target, previous: local[target])
       saved = target
     case 2, 3:  // an editor save of an existing document
       guard !documents.isEmpty else { return }
@@ -312,7 +358,7 @@ struct Schedule {
         ops = [.rename(from: target, to: backup), .create(target), .write(target)]
         local[backup] = local[target]
       }
-      local[target] = newContent(device)
+      local[target] = newContent(device, at: target, previous: local[target])
       saved = target
     case 4:  // rename a document
       guard !documents.isEmpty else { return }
@@ -434,6 +480,40 @@ struct Schedule {
     }
   }
 
+  /// Merges every document in conflict that the attributes let merge, as the engine does.
+  mutating func autoMerge(_ device: Int) {
+    for path in devices[device].library.conflicts.keys.sorted() {
+      guard
+        let plan = AutoMerge.plan(
+          at: path, in: devices[device].set, state: devices[device].library,
+          policy: attributes.policy(for: path))
+      else { continue }
+      var contents: [ContentHash: [UInt8]] = [:]
+      for hash in plan.neededContent { contents[hash] = devices[device].blobs[hash] }
+      let outcome = plan.merge(contents: contents)
+      check(outcome != .missingContent, "device \(device) lacks content to merge \(path)")
+      guard case .merged(let bytes) = outcome else { continue }
+      let hash = ContentHash(of: bytes)
+      devices[device].blobs[hash] = bytes
+      let record = plan.record(hash: hash, size: UInt64(bytes.count))
+      let set = devices[device].set
+      check(
+        RecordCheck.problem(with: record, now: now(device), knownTime: { set[$0]?.modified })
+          == nil,
+        "merge \(record) fails the checks of the device that made it")
+      merges += 1
+      created.append(record.id)
+      resolutions.insert(record.id)
+      devices[device].outbox.append(Message(id: record.id, bytes: record.encoded, blob: bytes))
+      devices[device].author.observe(record)
+      let touched = devices[device].set.insert(contentsOf: [record])
+      devices[device].library.update(from: devices[device].set, touched: touched)
+      check(
+        devices[device].library.conflicts[path] == nil,
+        "a merge left \(path) in conflict on device \(device)")
+    }
+  }
+
   mutating func publish(_ changes: [PendingChange], from device: Int) -> [VersionRecord] {
     let records = devices[device].author.record(
       changes, known: devices[device].set, now: now(device))
@@ -500,6 +580,18 @@ struct Schedule {
     for record in set.records.values where record.parents.count > 1 {
       check(resolutions.contains(record.id), "\(record) merges heads without a resolution")
     }
+    // Every conflict left is one that the attributes leave to the person or that overlaps.
+    for path in full.conflicts.keys {
+      guard
+        let plan = AutoMerge.plan(
+          at: path, in: set, state: full, policy: attributes.policy(for: path))
+      else { continue }
+      var contents: [ContentHash: [UInt8]] = [:]
+      for hash in plan.neededContent { contents[hash] = reference.blobs[hash] }
+      if case .merged = plan.merge(contents: contents) {
+        check(false, "\(path) is still in conflict though its versions merge")
+      }
+    }
     // Every folder shown holds something or was made by someone.
     for (path, entry) in full.entries where entry == .directory(nil) {
       check(
@@ -528,6 +620,7 @@ struct Schedule {
     var refused = 0
     var refusedFields = 0
     var versions = 0
+    var merges = 0
     for seed in seeds {
       var schedule = Schedule(seed: seed)
       if let failure = schedule.run() {
@@ -538,8 +631,10 @@ struct Schedule {
       refused += schedule.refused
       refusedFields += schedule.refusedFields
       versions += schedule.created.count
+      merges += schedule.merges
     }
     #expect(versions > 0)
+    if seeds.count > 1 { #expect(merges > 0, "no schedule merged automatically") }
     if seeds.count > 1 {
       #expect(refused > 0, "no corrupted message was offered")
       #expect(refusedFields > 0, "no record with a bad field was offered")

@@ -16,9 +16,15 @@ struct VersionsOutput: Decodable, Equatable {
     var size: UInt64
     var command: String?
   }
+  struct View: Decodable, Equatable {
+    var name: String
+    var kind: String
+    var command: String
+  }
   var mountPoint: String
   var path: String
   var versions: [Version]
+  var views: [View]?
 }
 
 /// `docsync status` and `docsync versions` in a real conflict, as people and scripts read them.
@@ -75,7 +81,8 @@ struct StatusAndVersionsTests {
       let versionsText = try check([binary, "versions", a.path("notes/plan.md")]).stdout
       let folder = "\(a.mountPoint)/.versions/notes/plan.md"
       let lines = versionsText.split(separator: "\n").map(String.init)
-      #expect(lines.count == 5, "\(versionsText)")
+      // Two lines per version, then two per view of the text document (merged.md, base.md).
+      #expect(lines.count == 9, "\(versionsText)")
       #expect(
         lines.first
           == "\(a.mountPoint)/notes/plan.md: 1 conflict version in .versions/notes/plan.md/")
@@ -86,11 +93,23 @@ struct StatusAndVersionsTests {
         "\(versionsText)")
       #expect(lines[1].hasPrefix("  current  ") && lines[1].contains("desktop"), "\(lines[1])")
       #expect(lines[3].hasPrefix("  conflict ") && lines[3].hasSuffix(versionName), "\(lines[3])")
+      #expect(lines[5].hasPrefix("  merged   merged.md: a three-way merge"), "\(versionsText)")
+      #expect(
+        lines[6]
+          == "           take it:   cp '\(folder)/merged.md' '\(a.mountPoint)/notes/plan.md'",
+        "\(versionsText)")
+      #expect(lines[7].hasPrefix("  base     base.md: "), "\(versionsText)")
+      #expect(
+        lines[8]
+          == "           compare:   diff -u '\(folder)/base.md' '\(a.mountPoint)/notes/plan.md'",
+        "\(versionsText)")
 
       let json = try check([binary, "versions", a.path("notes/plan.md"), "--json"]).stdout
       let versions = try JSONDecoder().decode(VersionsOutput.self, from: Data(json.utf8))
       #expect(versions.mountPoint == a.mountPoint && versions.path == "notes/plan.md")
       #expect(versions.versions.count == 2)
+      #expect(versions.views?.map(\.name) == ["merged.md", "base.md"])
+      #expect(versions.views?.map(\.kind) == ["merged", "base"])
       let current = try #require(versions.versions.first)
       #expect(current.current && current.name == nil && current.device == "desktop")
       #expect(current.size == UInt64(edit("notes/plan.md", by: b).utf8.count))
@@ -120,7 +139,7 @@ struct StatusAndVersionsTests {
       }
       let resolved = try check([binary, "versions", b.path("notes/plan.md")]).stdout
       #expect(resolved.hasPrefix("\(b.mountPoint)/notes/plan.md: no conflict\n"), "\(resolved)")
-      #expect(!resolved.contains("keep it"), "\(resolved)")
+      #expect(!resolved.contains("keep it") && !resolved.contains("merged"), "\(resolved)")
 
       // One info line per sync event in the daemons' logs.
       #expect(a.log().contains("pushed 1 version(s)"), "\(a.logTail())")

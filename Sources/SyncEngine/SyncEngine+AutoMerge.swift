@@ -1,0 +1,143 @@
+import DocumentModel
+import LocalStore
+
+extension SyncEngine {
+  /// The documents in conflict that `.docsyncattributes` lets merge, and the merges of those
+  /// whose heads have not been judged yet. Heads are compared before any ancestor is looked
+  /// for, so a conflict that stays (an overlap) costs little on each turn of the loop.
+  /// Called with the lock held.
+  func autoMergePlans() -> (candidates: Set<DocumentPath>, plans: [AutoMerge]) {
+    guard merging.attributes.lineCount > 0 else { return ([], []) }
+    var candidates: Set<DocumentPath> = []
+    var plans: [AutoMerge] = []
+    for path in state.conflicts.keys.sorted() where !ignore.isIgnored(path) {
+      let policy = merging.attributes.policy(for: path)
+      guard policy != .manual else { continue }
+      candidates.insert(path)
+      guard !merging.isJudged(path, heads: known.heads(at: path).map(\.id).sorted()),
+        let plan = AutoMerge.plan(at: path, in: known, state: state, policy: policy)
+      else { continue }
+      plans.append(plan)
+    }
+    return (candidates, plans)
+  }
+
+  /// Merges the documents in conflict whose heads have settled: the decision is
+  /// `AutoMerge`'s; here the content is read (fetched if an ancestor's is not on this device)
+  /// and the merged blob written outside the lock, and the record stored under it.
+  func autoMerge() async throws(SyncError) {
+    let due = withLock { () -> [AutoMerge] in
+      adoptMergeAttributes()
+      let (candidates, plans) = autoMergePlans()
+      let (due, wakeIn) = merging.due(
+        plans, candidates: candidates, now: monotonicMilliseconds(),
+        settle: mergeSettleMilliseconds)
+      mergeWakeIn = wakeIn
+      return due
+    }
+    for plan in due {
+      var contents: [ContentHash: [UInt8]] = [:]
+      for hash in plan.neededContent.sorted() {
+        if !blobs.contains(hash) { try await fetchBlob(hash) }
+        if let bytes = blobs.bytes(hash) { contents[hash] = bytes }
+      }
+      let outcome = plan.merge(contents: contents)
+      guard case .merged(let bytes) = outcome else {
+        withLock {
+          merging.judged(plan)
+          reportUnmerged(plan.path)
+          switch outcome {
+          case .overlapping(let count):
+            logger.info(
+              "\(plan.path) stays in conflict: \(count) overlapping change(s), see .versions/\(plan.path)/"
+            )
+          case .notText:
+            logger.info("\(plan.path) stays in conflict: a version is not text docsync merges")
+          default:
+            logger.warning("\(plan.path) stays in conflict: the content of a version is missing")
+          }
+        }
+        continue
+      }
+      let hash: ContentHash
+      do {
+        hash = try blobs.add(bytes: bytes)
+      } catch {
+        // A local failure, not the hub's: the loop must not take it for being offline.
+        withLock {
+          merging.judged(plan)
+          logger.error("cannot store the merge of \(plan.path): \(error)")
+        }
+        continue
+      }
+      // The blob's name reaches the disk before the record that names it can.
+      store.syncBlobFolders(of: [hash.hex])
+      let record = plan.record(hash: hash, size: UInt64(bytes.count))
+      withLock { adoptMerge(record, of: plan) }
+    }
+  }
+
+  /// Stores a merge record and shows its content, unless the heads moved on while it was
+  /// made. Called with the lock held.
+  private func adoptMerge(_ record: VersionRecord, of plan: AutoMerge) {
+    guard known.heads(at: plan.path).map(\.id).sorted() == plan.headIDs else { return }
+    // Another device's identical merge may have arrived meanwhile: then it is simply known.
+    if !known.contains(record.id) {
+      do {
+        try persist([
+          .addVersion(id: record.id.bytes, payload: record.encoded), .enqueue(id: record.id.bytes),
+        ])
+      } catch {
+        logger.error("cannot record the merge of \(plan.path): \(error)")
+        return
+      }
+      outbox.append(record.id)
+    }
+    author.observe(record)
+    let touched = known.insert(contentsOf: [record])
+    updateState(touched: touched)
+    logger.info(
+      "merged \(plan.path) automatically (\(plan.heads.count) versions, \(plan.policy))")
+    reconcile(touched)
+    tree?.conflictsChanged(at: touched)
+  }
+
+  /// Reads the current `.docsyncattributes` when it changed, and uses it; while its content is
+  /// not here yet, the previous attributes stay (and it is read again at the next turn).
+  /// Called with the lock held.
+  func adoptMergeAttributes() {
+    var source: VersionID?
+    var attributes = MergeAttributes.none
+    if case .document(let record)? = state.entries[MergeAttributes.filePath],
+      case .file(let hash, _, _) = record.content
+    {
+      source = record.id
+      guard source != merging.attributesSource else { return }
+      guard let bytes = blobs.bytes(hash) else { return }
+      attributes = MergeAttributes(fileContent: bytes)
+    }
+    guard source != merging.attributesSource else { return }
+    merging.adopt(attributes, from: source)
+    logger.info(
+      "merge attributes: \(attributes.lineCount) line(s) from \(MergeAttributes.fileName)")
+  }
+
+  /// Reports the conflict that `updateState` held back, now that merging it failed. Called
+  /// with the lock held.
+  private func reportUnmerged(_ path: DocumentPath) {
+    guard let versions = state.conflicts[path], !versions.isEmpty else { return }
+    var devices: [String] = []
+    for record in [state.current(at: path)].compactMap({ $0 }) + versions
+    where !devices.contains(record.deviceName) {
+      devices.append(record.deviceName)
+    }
+    events.post(
+      .conflict(path: path, added: versions, versions: versions.count, devices: devices),
+      time: wallMilliseconds())
+  }
+
+  /// Whether an automatic merge waits for its heads to settle. Called with the lock held.
+  func autoMergeWaits() -> Bool {
+    !autoMergePlans().plans.isEmpty
+  }
+}
