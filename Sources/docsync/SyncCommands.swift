@@ -245,6 +245,14 @@ struct StatusCommand: ParsableCommand {
             "    \(conflict.path) (\(conflict.versions) \(plural) in .versions/\(conflict.path)/)")
         }
       }
+      if let waiting = report.waiting, !waiting.isEmpty {
+        lines.append("  waiting for content: \(waiting.count)")
+        for item in waiting {
+          let name = item.version.map { ".versions/\(item.path)/\($0)" } ?? item.path
+          let shows = item.version == nil ? "; shows its last good content" : ""
+          lines.append("    \(name) (\(item.reason)\(shows))")
+        }
+      }
     }
     return lines.joined(separator: "\n") + "\n"
   }
