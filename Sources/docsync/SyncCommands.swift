@@ -246,11 +246,11 @@ struct StatusCommand: ParsableCommand {
         }
       }
       if let waiting = report.waiting, !waiting.isEmpty {
-        lines.append("  waiting for content: \(waiting.count)")
+        // Nobody needs to act: a path keeps what it showed, and the content comes by itself.
+        lines.append("  waiting for content: \(waiting.count) (each path keeps what it shows)")
         for item in waiting {
           let name = item.version.map { ".versions/\(item.path)/\($0)" } ?? item.path
-          let shows = item.version == nil ? "; shows its last good content" : ""
-          lines.append("    \(name) (\(item.reason)\(shows))")
+          lines.append("    \(name) (\(item.reason))")
         }
       }
     }

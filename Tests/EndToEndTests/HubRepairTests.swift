@@ -46,6 +46,11 @@ struct HubRepairTests {
         waiting.contains(
           DeviceStatus.Waiting(path: "doc.txt", version: nil, reason: "damaged on the hub")),
         "\(waiting)")
+      let text = try check(
+        c.asOwner([try MountFixture.docsyncBinary(), "status", c.mountPoint]), env: c.environment
+      ).stdout
+      #expect(text.contains("\n    doc.txt (damaged on the hub)\n"), "\(text)")
+      #expect(text.contains("\n    .versions/doc.txt/\(name) ("), "\(text)")
       #expect(try hub.wantedCount() == 2)
       #expect(try hub.stored(older) == nil)
       expectRightOrError(c, version, older)
