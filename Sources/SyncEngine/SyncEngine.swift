@@ -315,7 +315,11 @@ public final class SyncEngine: @unchecked Sendable {
     }
     throw withLock { () -> SyncError in
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
-      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map(\.description)
+      var reasons: [DocumentPath: ContentWait] = [:]
+      for item in waitingForContent() where item.version == nil { reasons[item.path] = item.reason }
+      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map { path in
+        reasons[path].map { "\(path) (\($0.rawValue))" } ?? path.description
+      }
       if !busy.isEmpty {
         return .timeout(
           "not up to date after \(timeout): still waiting for \(busy.joined(separator: ", "))")

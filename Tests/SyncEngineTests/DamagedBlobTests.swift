@@ -82,7 +82,10 @@ struct DamagedHubBlobTests {
         + "WHERE upload = (SELECT upload FROM blobs WHERE hash = X'\(hash)')")
 
     b.engine.resume()
-    await #expect(throws: SyncError.self) { try await b.engine.synchronize(timeout: .seconds(2)) }
+    await #expect(
+      throws: SyncError.timeout(
+        "not up to date after 2.0 seconds: still waiting for doc.txt (damaged on the hub)")
+    ) { try await b.engine.synchronize(timeout: .seconds(2)) }
     #expect(try b.read("doc.txt") == "first\n")
     #expect(
       b.engine.status().waiting == [
