@@ -10,6 +10,8 @@ struct HubFixture: Sendable {
   let openAnother: @Sendable () throws -> any Hub
   /// Damages the stored bytes of a blob behind the hub's back, as a failing disk would.
   let corruptBlob: @Sendable (_ hash: [UInt8]) async throws -> Void
+  /// Deletes a blob behind the hub's back, as a botched restore would.
+  let loseBlob: @Sendable (_ hash: [UInt8]) async throws -> Void
 }
 
 /// One suite of checks over any hub, so that every kind of hub is held to the same rules.
@@ -34,6 +36,7 @@ enum HubConformance {
     ("a good blob reported stays", goodBlobReportedStays),
     ("a report of a blob nobody names changes nothing", unknownBlobReported),
     ("a replacement must hash to its key", badReplacementRefused),
+    ("a lost blob that a record names is wanted", lostBlobIsWanted),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -261,6 +264,23 @@ enum HubConformance {
     #expect(try await hub.reportDamagedBlob(hash: HubHash.sha256(Array("nobody".utf8))) == .unknown)
     #expect(try await hub.reportDamagedBlob(hash: [1, 2, 3]) == .unknown)
     #expect(try await hub.wantedBlobs().isEmpty)
+  }
+
+  static func lostBlobIsWanted(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let named = Array("named by a record".utf8)
+    let loose = Array("named by nothing".utf8)
+    let namedHash = try await putBlob(hub, named)
+    let looseHash = try await putBlob(hub, loose)
+    try await hub.append([makeRecord("a", blobs: [namedHash])])
+    try await fixture.loseBlob(namedHash)
+    try await fixture.loseBlob(looseHash)
+    #expect(try await hub.reportDamagedBlob(hash: looseHash) == .unknown)
+    #expect(try await hub.reportDamagedBlob(hash: namedHash) == .wanted)
+    #expect(try await hub.wantedBlobs() == [namedHash])
+    _ = try await putBlob(hub, named)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await fetchBlob(hub, namedHash) == named)
   }
 
   static func badReplacementRefused(_ fixture: HubFixture) async throws {
