@@ -63,6 +63,7 @@ let package = Package(
       resources: [
         .embedInCode("Migrations/v0001_accounts_records_blobs.sql"),
         .embedInCode("Migrations/v0002_least_privilege.sql"),
+        .embedInCode("Migrations/v0003_blob_repair.sql"),
       ],
       swiftSettings: strict
     ),

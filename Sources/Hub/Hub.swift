@@ -41,6 +41,16 @@ public protocol Hub: Sendable {
   /// Returns true as soon as records after `cursor` exist, or false once `timeout` has passed (or
   /// the task is cancelled) without any.
   func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError) -> Bool
+
+  /// Tells the hub that the blob `hash` arrived failing its check, or was missing.
+  ///
+  /// The hub checks its own copy itself, so no caller can destroy a good blob: a damaged copy is
+  /// dropped and the hash listed in ``wantedBlobs()``, as is a missing blob that a record names.
+  func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition
+
+  /// Hashes of blobs the hub wants a device to put again (see ``reportDamagedBlob(hash:)``); a
+  /// put whose bytes hash to the key ends the want. Cheap enough to ask at every sync round.
+  func wantedBlobs() async throws(HubError) -> [[UInt8]]
 }
 
 /// One opaque version record as a hub stores it.

@@ -44,6 +44,8 @@ extension SQLiteHub {
           // Another process completed the same blob first; its copy is as good as ours.
           try Self.discard(upload: upload, db)
         }
+        // Its bytes were checked against the key above: whatever wanted it has it.
+        try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [Data(hash)])
       }
     } catch {
       try? await write { db in try Self.discard(upload: upload, db) }

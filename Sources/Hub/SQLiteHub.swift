@@ -188,6 +188,7 @@ public final class SQLiteHub: Hub {
           );
           """)
     }
+    registerRepairMigration(&migrator)
     return migrator
   }
 

@@ -306,6 +306,9 @@ extension HubError {
       case "23502":
         // A NOT NULL account: docsync.current_account() found none for this role.
         self = .noAccount
+      case "XX001":
+        // data_corrupted: a replacement blob whose bytes do not hash to its key (step 3).
+        self = .integrity("\(location): \(message)")
       case "3D000", "42501":
         self = .invalidLocation("\(location): \(message)")
       case _ where state.hasPrefix("08") || state.hasPrefix("57") || state == "53300":

@@ -166,7 +166,7 @@ extension SyncEngine {
     guard hasher.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
       logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
       blobs.remove(item.hash)
-      withLock { noteMissing(item.hash) }
+      withLock { noteMissing(item.hash, .damagedHere) }
       return nil
     }
     let time = timespec(

@@ -38,7 +38,7 @@ extension SyncEngine {
     for plan in due {
       var contents: [ContentHash: [UInt8]] = [:]
       for hash in plan.neededContent.sorted() {
-        if !blobs.contains(hash) { try await fetchBlob(hash) }
+        if !blobs.contains(hash) { _ = try await fetchBlob(hash) }
         if let bytes = blobs.bytes(hash) { contents[hash] = bytes }
       }
       let outcome = plan.merge(contents: contents)

@@ -28,6 +28,7 @@ extension SyncEngine {
       do throws(SyncError) {
         try await push()
         while try await pull() {}
+        try await serveWantedBlobs()
         try await fetchMissingBlobs()
         try await autoMerge()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
@@ -195,7 +196,7 @@ extension SyncEngine {
   }
 
   /// Puts a blob on the hub unless it is there; false when this device cannot provide it.
-  private func uploadBlob(_ hash: ContentHash) async throws(SyncError) -> Bool {
+  func uploadBlob(_ hash: ContentHash) async throws(SyncError) -> Bool {
     do {
       if try await hub.hasBlob(hash: hash.bytes) { return true }
     } catch {
@@ -214,6 +215,8 @@ extension SyncEngine {
         logger.error(
           "local blob \(hash.hex) does not match its hash and is not uploaded: \(reason)")
         blobs.remove(hash)
+        // Fetched again unless the hub lacks it too (then it stays missing until restored).
+        withLock { noteMissing(hash, .damagedHere) }
       } catch {
         throw .hub(error.description)
       }
@@ -301,8 +304,12 @@ extension SyncEngine {
     // In the order of the hashes' bytes (the order of their hex names), named once each.
     let ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
     for (hash, size) in ordered {
-      try await fetchBlob(hash, durable: !batch)
+      let wait = try await fetchBlob(hash, durable: !batch)
       withLock {
+        if let wait {
+          // Not at once again: the loop's next round tries it, after a second.
+          noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000)
+        }
         download.doneFiles += 1
         download.doneBytes = saturatingSum(download.doneBytes, size)
       }
@@ -364,9 +371,12 @@ extension SyncEngine {
     return fresh
   }
 
-  /// Downloads a blob into the store, checking its hash on arrival.
+  /// Downloads a blob into the store, checking its hash on arrival; nil when it is here, else
+  /// why it is not (the hub has been told, see ``reportToHub(_:arrivedDamaged:)``).
   /// `durable` as for ``BlobStore/install(temporary:descriptor:as:durable:)``.
-  func fetchBlob(_ hash: ContentHash, durable: Bool = true) async throws(SyncError) {
+  func fetchBlob(_ hash: ContentHash, durable: Bool = true) async throws(SyncError) -> (
+    reason: ContentWait, hubWants: Bool
+  )? {
     guard let (temporary, fd) = blobs.temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -376,11 +386,11 @@ extension SyncEngine {
       close(fd)
       unlink(temporary)
       logger.error("refused blob \(hash.hex) from the hub: \(reason)")
-      return
+      return await reportToHub(hash, arrivedDamaged: true)
     } catch .missingBlob {
       close(fd)
       unlink(temporary)
-      return
+      return await reportToHub(hash, arrivedDamaged: false)
     } catch {
       close(fd)
       unlink(temporary)
@@ -389,6 +399,7 @@ extension SyncEngine {
     // The hub checked the bytes against the hash as they arrived (Hub.fetchBlob's contract,
     // on this side of the network), so they are not read back a second time here.
     try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+    return nil
   }
 }
 

@@ -22,7 +22,7 @@ extension SyncEngine {
       blobs.remove(hash)
       withLock {
         verifiedBlobs[hash] = nil
-        noteMissing(hash)
+        noteMissing(hash, .damagedHere)
       }
       return nil
     }
@@ -30,34 +30,125 @@ extension SyncEngine {
     return path
   }
 
-  /// Asks the loop to fetch a blob that is missing or was found damaged. Called with the lock
-  /// held.
-  func noteMissing(_ hash: ContentHash) {
-    if missingBlobs[hash] == nil {
-      missingBlobs[hash] = (retryAt: 0, backoff: 1000)
+  /// The paths and conflict versions whose content is on its way, and why, in path order.
+  /// Walks the documents only while some blob is missing. Called with the lock held.
+  func waitingForContent() -> [ContentWaiting] {
+    guard !missingBlobs.isEmpty else { return [] }
+    var waiting: [ContentWaiting] = []
+    for (path, entry) in state.entries {
+      guard case .document(let record) = entry, let hash = record.content.blobHash,
+        let missing = missingBlobs[hash]
+      else { continue }
+      waiting.append(ContentWaiting(path: path, version: nil, reason: missing.reason))
+    }
+    for (path, versions) in state.conflicts {
+      for record in versions {
+        guard let hash = record.content.blobHash, let missing = missingBlobs[hash] else {
+          continue
+        }
+        waiting.append(
+          ContentWaiting(
+            path: path, version: VersionsName.string(for: record), reason: missing.reason))
+      }
+    }
+    return waiting.sorted { ($0.path, $0.version ?? "") < ($1.path, $1.version ?? "") }
+  }
+
+  /// Asks the loop to fetch a blob that is missing or was found damaged, after `delay`
+  /// milliseconds; a more precise reason replaces "fetching". Called with the lock held.
+  func noteMissing(
+    _ hash: ContentHash, _ reason: ContentWait = .fetching, hubWants: Bool = false,
+    delay: UInt64 = 0
+  ) {
+    guard var entry = missingBlobs[hash] else {
+      missingBlobs[hash] = MissingBlob(
+        retryAt: monotonicMilliseconds() + delay, backoff: 1000, reason: reason,
+        hubWants: hubWants)
       changeLog.wake.signal()
+      return
+    }
+    if reason != .fetching {
+      entry.note(reason, hubWants: hubWants)
+      missingBlobs[hash] = entry
     }
   }
 
   /// Fetches the missing blobs that are due, each checked on arrival; one that the hub cannot
-  /// give right (missing there, or damaged) is tried again later, less and less often.
+  /// give right (missing there, or damaged) is tried again later, less and less often, or as
+  /// soon as the hub no longer wants it (a device has put it again).
   func fetchMissingBlobs() async throws(SyncError) {
     let now = monotonicMilliseconds()
     let due = withLock {
       missingBlobs.filter { $0.value.retryAt <= now }.map(\.key).sorted()
     }
     for hash in due {
-      if !blobs.contains(hash) { try await fetchBlob(hash) }
+      let wait = blobs.contains(hash) ? nil : try await fetchBlob(hash)
       withLock {
         if blobs.contains(hash) {
           missingBlobs[hash] = nil
           logger.info("fetched blob \(hash.hex) again")
-        } else if let entry = missingBlobs[hash] {
-          missingBlobs[hash] = (
-            retryAt: monotonicMilliseconds() + entry.backoff,
-            backoff: min(entry.backoff * 2, 60_000)
-          )
+        } else if var entry = missingBlobs[hash] {
+          entry.retryAt = monotonicMilliseconds() + entry.backoff
+          entry.backoff = min(entry.backoff * 2, 60_000)
+          if let wait { entry.note(wait.reason, hubWants: wait.hubWants) }
+          missingBlobs[hash] = entry
         }
+      }
+    }
+  }
+
+  /// Tells the hub that a blob arrived failing its check, or missing, and returns why this
+  /// device still waits for it. The hub checks its own copy: a damaged one it drops and lists
+  /// as wanted, for a device that has the content to put again (``serveWantedBlobs()``).
+  func reportToHub(_ hash: ContentHash, arrivedDamaged: Bool) async -> (
+    reason: ContentWait, hubWants: Bool
+  ) {
+    let condition: BlobCondition
+    do {
+      condition = try await hub.reportDamagedBlob(hash: hash.bytes)
+    } catch {
+      logger.warning("cannot report blob \(hash.hex) to the hub: \(error)")
+      return (arrivedDamaged ? .fetching : .missingOnHub, false)
+    }
+    switch condition {
+    case .intact:
+      logger.warning("the hub's copy of blob \(hash.hex) is intact; fetching it again")
+      return (.fetching, false)
+    case .wanted:
+      if arrivedDamaged {
+        logger.error(
+          """
+          the hub's copy of blob \(hash.hex) is damaged: the hub dropped it and waits for a \
+          device that has the content to put it again
+          """)
+        return (.damagedOnHub, true)
+      }
+      return (.missingOnHub, true)
+    case .unknown:
+      return (.missingOnHub, false)
+    }
+  }
+
+  /// Puts again the blobs the hub wants (dropped there as damaged, or lost) that this device
+  /// holds; each one's bytes are checked against its hash on the way up, so damaged local
+  /// content never replaces damaged hub content. One small query per sync round.
+  func serveWantedBlobs() async throws(SyncError) {
+    let wanted: Set<ContentHash>
+    do {
+      wanted = Set(
+        try await hub.wantedBlobs().compactMap { Digest256(bytes: $0).map(ContentHash.init) })
+    } catch {
+      throw .hub(error.description)
+    }
+    for hash in wanted.sorted() where blobs.contains(hash) {
+      if try await uploadBlob(hash) {
+        logger.info("put blob \(hash.hex) on the hub again: its copy there was damaged or lost")
+      }
+    }
+    withLock {
+      for (hash, entry) in missingBlobs where entry.hubWants && !wanted.contains(hash) {
+        missingBlobs[hash] = MissingBlob(
+          retryAt: 0, backoff: 1000, reason: .fetching, hubWants: false)
       }
     }
   }

@@ -42,6 +42,9 @@ public struct SyncStatus: Sendable {
   /// Wall-clock milliseconds of the last complete exchange with the hub.
   public var lastSync: UInt64?
   public var conflicts: [(path: DocumentPath, versions: Int)]
+  /// Paths that keep their last good content while the content of their current version is not
+  /// here, and conflict versions (by their name in `.versions`) whose content is not, and why.
+  public var waiting: [ContentWaiting] = []
 }
 
 /// Pushes local versions, pulls remote ones, and keeps the local tree showing every path's
@@ -87,9 +90,8 @@ public final class SyncEngine: @unchecked Sendable {
   var applying: Set<DocumentPath> = []
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
-  /// Blobs to fetch again (missing, or found damaged), with when to try next and how long to
-  /// wait after that (milliseconds).
-  var missingBlobs: [ContentHash: (retryAt: UInt64, backoff: UInt64)] = [:]
+  /// Blobs to fetch again (missing, or found damaged).
+  var missingBlobs: [ContentHash: MissingBlob] = [:]
   /// Blobs checked against their hash, as their files were then.
   var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
   /// Remote changes that were being applied when the last run ended, settled at start.
@@ -327,7 +329,11 @@ public final class SyncEngine: @unchecked Sendable {
     }
     throw withLock { () -> SyncError in
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
-      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map(\.description)
+      var reasons: [DocumentPath: ContentWait] = [:]
+      for item in waitingForContent() where item.version == nil { reasons[item.path] = item.reason }
+      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map { path in
+        reasons[path].map { "\(path) (\($0.rawValue))" } ?? path.description
+      }
       if !busy.isEmpty {
         return .timeout(
           "not up to date after \(timeout): still waiting for \(busy.joined(separator: ", "))")
@@ -368,7 +374,8 @@ public final class SyncEngine: @unchecked Sendable {
         deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
         state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
         upload: upload, download: download, lastSync: lastSync,
-        conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 })
+        conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
+        waiting: waitingForContent())
     }
   }
 

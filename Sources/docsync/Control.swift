@@ -303,6 +303,16 @@ struct StatusReport: Codable {
     var versions: Int
   }
 
+  /// A path that keeps its last good content, or a conflict version that reads as an error,
+  /// until its content arrives.
+  struct Waiting: Codable {
+    var path: String
+    /// The conflict version's name in `.versions/<path>/`; absent for the current version.
+    var version: String?
+    /// `fetching`, `damaged here`, `damaged on the hub` or `missing on the hub`.
+    var reason: String
+  }
+
   /// One direction of transfer: versions (files) and bytes done and in all, counted since that
   /// direction was last idle.
   struct Transfer: Codable {
@@ -336,6 +346,8 @@ struct StatusReport: Codable {
   var download: Transfer?
   var lastSync: String?
   var conflicts: [Conflict]
+  /// Absent when the mount is not running.
+  var waiting: [Waiting]?
 
   init(_ status: SyncStatus, mountPoint: String) {
     self.mountPoint = mountPoint
@@ -358,6 +370,9 @@ struct StatusReport: Codable {
     download = Transfer(status.download)
     lastSync = status.lastSync.map(isoTime)
     conflicts = status.conflicts.map { Conflict(path: $0.path.description, versions: $0.versions) }
+    waiting = status.waiting.map {
+      Waiting(path: $0.path.description, version: $0.version, reason: $0.reason.rawValue)
+    }
   }
 
   /// A docsync mount whose process has ended.

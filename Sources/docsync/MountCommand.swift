@@ -76,6 +76,9 @@ struct MountCommand: ParsableCommand {
     logLevelSetting.withLock { $0 = logLevel }
     let target = try checkedMountPoint()
     let stateFolder = try preparedStateFolder(for: target)
+    // Before anything logs: the starter, which reads stderr until the mount is ready, drops
+    // what is not a warning.
+    if daemon { _ = LogOutput.append(to: stateFolder + "/docsync.log") }
     try checkFuseDevice()
     if !daemon { try checkFuseHelper() }
     if foreground || daemon {

@@ -245,6 +245,14 @@ struct StatusCommand: ParsableCommand {
             "    \(conflict.path) (\(conflict.versions) \(plural) in .versions/\(conflict.path)/)")
         }
       }
+      if let waiting = report.waiting, !waiting.isEmpty {
+        // Nobody needs to act: a path keeps what it showed, and the content comes by itself.
+        lines.append("  waiting for content: \(waiting.count) (each path keeps what it shows)")
+        for item in waiting {
+          let name = item.version.map { ".versions/\(item.path)/\($0)" } ?? item.path
+          lines.append("    \(name) (\(item.reason))")
+        }
+      }
     }
     return lines.joined(separator: "\n") + "\n"
   }

@@ -2,12 +2,12 @@ import ArgumentParser
 import Glibc
 import Logging
 
-// Logs go to stderr: unbuffered, so a daemon's log file is current when someone reads it (the
-// daemon sends stdout and stderr to STATE/docsync.log).
+// Logs go to stderr, unbuffered, so that a daemon's log file is current when someone reads it;
+// a daemon sends them to STATE/docsync.log from before it makes the engine (LogOutput).
 // The level is read when a logger is made, so `--log-level` reaches every logger that the
 // mount makes after parsing its options.
 LoggingSystem.bootstrap { label in
-  var handler = StreamLogHandler.standardError(label: label)
+  var handler = StreamLogHandler(label: label, stream: LogOutput())
   handler.logLevel = logLevelSetting.withLock { $0 }
   return handler
 }

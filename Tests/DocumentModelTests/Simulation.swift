@@ -50,6 +50,8 @@ struct Schedule {
   var merges = 0
   /// Well-formed records with a bad field (RecordCheck) offered and refused.
   var refusedFields = 0
+  /// The kinds of problem RecordCheck refused them for (see ``problemKind(_:)``).
+  var refusedProblems: Set<String> = []
   var failure: String?
 
   static let folders = ["d0", "d1", "d0/e"].map(DocumentPath.init)
@@ -178,7 +180,7 @@ struct Schedule {
     var origin = good.origin
     var contentTime = good.contentTime
     let day: UInt64 = 86_400_000
-    switch rng.below(12) {
+    switch rng.below(16) {
     case 0: components[components.count - 1] = Array(rng.pick([".", ".."]).utf8)
     case 1: components.insert([], at: rng.below(components.count + 1))
     case 2: components[0] += [0] + components[0]
@@ -199,14 +201,35 @@ struct Schedule {
         wallMilliseconds: HLCTimestamp.maximumWallMilliseconds + 1 + rng.next() % 1000)
     case 9: deviceName += rng.pick(["\n", "\0", "\u{1B}[2J"])
     case 10: origin = RenameOrigin(path: DocumentPath("../outside"), version: good.id)
+    case 11: components = []
+    case 12:
+      // Each component a legal name, the whole longer than PATH_MAX.
+      components = Array(repeating: Array(repeating: 0x70, count: 200), count: 21 + rng.below(5))
+    case 13:
+      // Not later than a parent this device has (a device's clock never issues that); a
+      // record whose parents are unknown here gets a path through the reserved folder instead.
+      if let parent = good.parents.first(where: { devices[device].set[$0] != nil }) {
+        modified = devices[device].set[parent]!.modified
+      } else {
+        components = [IgnoredNames.versionsFolder] + components
+      }
+    case 14:
+      let size = RecordCheck.maximumSymlinkSize + 1 + UInt64(rng.below(1 << 20))
+      content = .symlink(hash: good.content.blobHash ?? ContentHash(of: []), size: size)
+      contentTime = nil
     default:
       content = rng.chance(50) ? .deletion : .directory
       contentTime = Int64(bitPattern: rng.next())
     }
-    let bad = VersionRecord(
-      path: DocumentPath(components: components), content: content, parents: good.parents,
-      modified: modified, deviceID: good.deviceID, deviceName: deviceName, origin: origin,
-      contentTime: contentTime)
+    // Built as another device's program would send it, with the id its bytes hash to: the
+    // checked initializer refuses some of these fields (the root) before they could be sent.
+    let fields = { (id: VersionID) in
+      VersionRecord(
+        storedID: id, path: DocumentPath(components: components), content: content,
+        parents: good.parents, modified: modified, deviceID: good.deviceID,
+        deviceName: deviceName, origin: origin, contentTime: contentTime)
+    }
+    let bad = fields(VersionID(.sha256(fields(good.id).encoded)))
     let before = (devices[device].set.count, devices[device].library, devices[device].author.clock)
     receive(
       Message(id: bad.id, bytes: bad.encoded, blob: message.blob), at: device, expectRefusal: true)
@@ -227,6 +250,7 @@ struct Schedule {
       if let problem = RecordCheck.problem(
         with: record, now: now(device), knownTime: { set[$0]?.modified })
       {
+        refusedProblems.insert(Self.problemKind(problem))
         throw problem
       }
       if let hash = record.content.blobHash {
@@ -244,6 +268,35 @@ struct Schedule {
     let touched = devices[device].set.insert(contentsOf: [record])
     devices[device].library.update(from: devices[device].set, touched: touched)
   }
+
+  /// The name of a problem's kind. Exhaustive, so that a new kind of problem does not compile
+  /// until the simulation is told of it.
+  static func problemKind(_ problem: RecordProblem) -> String {
+    switch problem {
+    case .rootPath: "root path"
+    case .badComponent: "bad component"
+    case .componentTooLong: "component too long"
+    case .pathTooLong: "path too long"
+    case .reservedPath: "reserved path"
+    case .originPath: "origin path"
+    case .sizeTooLarge: "size too large"
+    case .parentsNotCanonical: "parents not canonical"
+    case .contentTimeWithoutContent: "content time without content"
+    case .badDeviceName: "bad device name"
+    case .timeOutOfRange: "time out of range"
+    case .timeTooFarAhead: "time too far ahead"
+    case .notLaterThanParent: "not later than parent"
+    }
+  }
+
+  /// Every kind ``offerBadField(_:to:)`` makes that reaches RecordCheck. A record for the root
+  /// (offered too) and parents out of order are refused by the canonical decoding before
+  /// RecordCheck sees them; RecordCheckTests covers those checks directly.
+  static let everyOfferedProblem: Set<String> = [
+    "bad component", "component too long", "path too long", "reserved path",
+    "origin path", "size too large", "content time without content", "bad device name",
+    "time out of range", "time too far ahead", "not later than parent",
+  ]
 
   // MARK: local work
 
@@ -619,6 +672,7 @@ struct Schedule {
     }
     var refused = 0
     var refusedFields = 0
+    var refusedProblems: Set<String> = []
     var versions = 0
     var merges = 0
     for seed in seeds {
@@ -630,6 +684,7 @@ struct Schedule {
       }
       refused += schedule.refused
       refusedFields += schedule.refusedFields
+      refusedProblems.formUnion(schedule.refusedProblems)
       versions += schedule.created.count
       merges += schedule.merges
     }
@@ -638,6 +693,9 @@ struct Schedule {
     if seeds.count > 1 {
       #expect(refused > 0, "no corrupted message was offered")
       #expect(refusedFields > 0, "no record with a bad field was offered")
+      #expect(
+        refusedProblems == Schedule.everyOfferedProblem,
+        "bad fields never refused: \(Schedule.everyOfferedProblem.subtracting(refusedProblems))")
     }
   }
 }

@@ -10,6 +10,8 @@ struct HubFixture: Sendable {
   let openAnother: @Sendable () throws -> any Hub
   /// Damages the stored bytes of a blob behind the hub's back, as a failing disk would.
   let corruptBlob: @Sendable (_ hash: [UInt8]) async throws -> Void
+  /// Deletes a blob behind the hub's back, as a botched restore would.
+  let loseBlob: @Sendable (_ hash: [UInt8]) async throws -> Void
 }
 
 /// One suite of checks over any hub, so that every kind of hub is held to the same rules.
@@ -30,6 +32,11 @@ enum HubConformance {
     ("a blob that does not match its hash is refused", corruptPutRefused),
     ("a blob damaged in storage is detected on fetch", corruptFetchDetected),
     ("a missing blob is reported", missingBlobReported),
+    ("a damaged blob reported is dropped, wanted, then put again", damagedBlobIsRepaired),
+    ("a good blob reported stays", goodBlobReportedStays),
+    ("a report of a blob nobody names changes nothing", unknownBlobReported),
+    ("a replacement must hash to its key", badReplacementRefused),
+    ("a lost blob that a record names is wanted", lostBlobIsWanted),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -217,6 +224,85 @@ enum HubConformance {
     let hash = HubHash.sha256(Array("never put".utf8))
     #expect(try await !hub.hasBlob(hash: hash))
     await #expect(throws: HubError.missingBlob(hash)) { _ = try await fetchBlob(hub, hash) }
+  }
+
+  static func damagedBlobIsRepaired(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = pseudoRandomBytes(count: 2 << 20 + 100, seed: 11)
+    let hash = try await putBlob(hub, content)
+    try await hub.append([makeRecord("a", blobs: [hash])])
+    try await fixture.corruptBlob(hash)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await hub.reportDamagedBlob(hash: hash) == .wanted)
+    #expect(try await !hub.hasBlob(hash: hash))
+    #expect(try await fixture.openAnother().wantedBlobs() == [hash])
+    await #expect(throws: HubError.missingBlob(hash)) { _ = try await fetchBlob(hub, hash) }
+    // Reported again (by a device that found it missing): still wanted, nothing else changes.
+    #expect(try await fixture.openAnother().reportDamagedBlob(hash: hash) == .wanted)
+    // A device that has the content puts it again, through the ordinary put.
+    _ = try await putBlob(fixture.openAnother(), content)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await fetchBlob(hub, hash) == content)
+    #expect(try await hub.reportDamagedBlob(hash: hash) == .intact)
+    #expect(try await allRecords(hub) == [makeRecord("a", blobs: [hash])])
+  }
+
+  static func goodBlobReportedStays(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    for (seed, count) in [(21, 0), (22, 10), (23, 3 << 20 + 1)] {
+      let content = pseudoRandomBytes(count: count, seed: UInt64(seed))
+      let hash = try await putBlob(hub, content)
+      #expect(try await fixture.openAnother().reportDamagedBlob(hash: hash) == .intact)
+      #expect(try await hub.hasBlob(hash: hash))
+      #expect(try await fetchBlob(hub, hash) == content)
+    }
+    #expect(try await hub.wantedBlobs().isEmpty)
+  }
+
+  static func unknownBlobReported(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    #expect(try await hub.reportDamagedBlob(hash: HubHash.sha256(Array("nobody".utf8))) == .unknown)
+    #expect(try await hub.reportDamagedBlob(hash: [1, 2, 3]) == .unknown)
+    #expect(try await hub.wantedBlobs().isEmpty)
+  }
+
+  static func lostBlobIsWanted(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let named = Array("named by a record".utf8)
+    let loose = Array("named by nothing".utf8)
+    let namedHash = try await putBlob(hub, named)
+    let looseHash = try await putBlob(hub, loose)
+    try await hub.append([makeRecord("a", blobs: [namedHash])])
+    try await fixture.loseBlob(namedHash)
+    try await fixture.loseBlob(looseHash)
+    #expect(try await hub.reportDamagedBlob(hash: looseHash) == .unknown)
+    #expect(try await hub.reportDamagedBlob(hash: namedHash) == .wanted)
+    #expect(try await hub.wantedBlobs() == [namedHash])
+    _ = try await putBlob(hub, named)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await fetchBlob(hub, namedHash) == named)
+  }
+
+  static func badReplacementRefused(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let content = pseudoRandomBytes(count: 1 << 20 + 5, seed: 31)
+    let hash = try await putBlob(hub, content)
+    try await fixture.corruptBlob(hash)
+    #expect(try await hub.reportDamagedBlob(hash: hash) == .wanted)
+    var other = content
+    other[7] ^= 1
+    let file = try TemporaryFile(other)
+    await #expect {
+      try await hub.putBlob(hash: hash, from: file.descriptor)
+    } throws: { error in
+      guard case .integrity = error as? HubError else { return false }
+      return true
+    }
+    #expect(try await !hub.hasBlob(hash: hash))
+    #expect(try await hub.wantedBlobs() == [hash])
+    _ = try await putBlob(hub, content)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await fetchBlob(hub, hash) == content)
   }
 }
 

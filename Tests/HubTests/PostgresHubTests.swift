@@ -164,6 +164,11 @@ struct PostgresHubTests {
         "SET ROLE \(yRole)",
         "ALTER TABLE docsync.records DISABLE ROW LEVEL SECURITY",
         "ALTER FUNCTION docsync.current_account() OWNER TO CURRENT_USER",
+        // Step 3: the wanted list is the hub's, and only the hub judges a blob.
+        "INSERT INTO docsync.wanted (hash) SELECT hash FROM docsync.blobs",
+        "DELETE FROM docsync.wanted",
+        "UPDATE docsync.wanted SET hash = '\\x00'",
+        "SELECT docsync.blob_is_damaged(upload, 0, hash) FROM docsync.blobs",
       ]
       for sql in refused {
         do {
@@ -175,10 +180,19 @@ struct PostgresHubTests {
           #expect(["42501", "23514"].contains(state), "\(sql): \(String(reflecting: error))")
         }
       }
-      // Accepted, and change nothing: the cleanup function leaves finished uploads alone.
+      // Accepted, and change nothing: the cleanup function leaves finished uploads alone, and
+      // the hub checks a reported blob itself: a good one, or another account's, stays.
       try await x.query(
         "SELECT docsync.discard_upload(upload) FROM docsync.blobs",
         logger: PostgresTestCluster.logger)
+      for hash in [xBlob, yBlob] {
+        let rows = try await x.query(
+          "SELECT docsync.report_damaged_blob(\(ByteBuffer(bytes: hash)))",
+          logger: PostgresTestCluster.logger)
+        for try await condition in rows.decode(String.self) {
+          #expect(condition == (hash == xBlob ? "intact" : "unknown"))
+        }
+      }
       // The device's normal work still passes on the same connection.
       try await x.query("BEGIN", logger: PostgresTestCluster.logger)
       try await x.query("SELECT docsync.lock_head()", logger: PostgresTestCluster.logger)
@@ -197,6 +211,53 @@ struct PostgresHubTests {
         makeRecord("x's record", blobs: [xBlob]), makeRecord("x after the attacks"),
       ])
     #expect(try await fetchBlob(xHub, xBlob) == Array("x's own".utf8))
+  }
+
+  /// A device cannot name other bytes under a hash the hub wants (a blob it dropped as
+  /// damaged), even bytes of the right size whose chunks match their own hashes: the hub
+  /// checks the replacement against its key itself (schema step 3).
+  @Test func aWantedBlobIsReplacedOnlyByItsOwnBytes() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let device = PostgresTestCluster.uniqueName("x")
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
+      password: "x-pw")
+    let hub = try PostgresHub(location: url)
+    let content = Array("the good content".utf8)
+    let hash = try await putBlob(hub, content)
+    try await hub.append([makeRecord("r", blobs: [hash])])
+    try await postgresFixture(url: url, database: database).corruptBlob(hash)
+    #expect(try await hub.reportDamagedBlob(hash: hash) == .wanted)
+
+    let garbage = Array("THE GOOD CONTENT".utf8)
+    try await PostgresTestCluster.withConnection(
+      user: device, password: "x-pw", database: database
+    ) { x in
+      let upload = UUID()
+      try await x.query(
+        "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))",
+        logger: PostgresTestCluster.logger)
+      try await x.query(
+        """
+        INSERT INTO docsync.chunks (upload, index, hash, data) VALUES (\(upload), 0,
+          \(ByteBuffer(bytes: HubHash.sha256(garbage))), \(ByteBuffer(bytes: garbage)))
+        """, logger: PostgresTestCluster.logger)
+      do {
+        try await x.query(
+          """
+          INSERT INTO docsync.blobs (hash, size, upload)
+          VALUES (\(ByteBuffer(bytes: hash)), \(Int64(garbage.count)), \(upload))
+          """, logger: PostgresTestCluster.logger)
+        Issue.record("other bytes were named under a wanted hash")
+      } catch let error as PSQLError {
+        #expect(error.serverInfo?[.sqlState] == "XX001", "\(String(reflecting: error))")
+      }
+    }
+    #expect(try await !hub.hasBlob(hash: hash))
+    #expect(try await hub.wantedBlobs() == [hash])
+    _ = try await putBlob(hub, content)
+    #expect(try await hub.wantedBlobs().isEmpty)
+    #expect(try await fetchBlob(hub, hash) == content)
   }
 
   /// A role of another account cannot learn when an account writes: the account's channel is a
@@ -402,7 +463,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 2\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 3\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

@@ -148,6 +148,13 @@ func postgresFixture(url: String, database: String) throws -> HubFixture {
             SELECT upload FROM docsync.blobs WHERE hash = \(ByteBuffer(bytes: hash)))
           """, logger: PostgresTestCluster.logger)
       }
+    },
+    loseBlob: { hash in
+      try await PostgresTestCluster.withAdminConnection(database: database) { connection -> Void in
+        try await connection.query(
+          "DELETE FROM docsync.blobs WHERE hash = \(ByteBuffer(bytes: hash))",
+          logger: PostgresTestCluster.logger)
+      }
     })
 }
 

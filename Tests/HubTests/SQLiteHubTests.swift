@@ -39,6 +39,12 @@ func sqliteFixture(hubPath: String) throws -> HubFixture {
           sql: #"UPDATE chunks SET data = ? WHERE upload = ? AND "index" = 0"#,
           arguments: [data, upload])
       }
+    },
+    loseBlob: { hash in
+      let queue = try DatabaseQueue(path: hubPath)
+      try await queue.write { db in
+        try db.execute(sql: "DELETE FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+      }
     })
 }
 

@@ -19,6 +19,20 @@ public struct DeviceStatus: Decodable, Sendable {
   public var pendingUploads: Int
   public var lastSync: String?
   public var conflicts: [Conflict]
+  /// Paths and conflict versions whose content is not here yet, and why.
+  public var waiting: [Waiting]?
+
+  public struct Waiting: Decodable, Sendable, Equatable {
+    public var path: String
+    public var version: String?
+    public var reason: String
+
+    public init(path: String, version: String?, reason: String) {
+      self.path = path
+      self.version = version
+      self.reason = reason
+    }
+  }
 }
 
 /// One device of a `Library`: a docsync mount with its own state folder on the library's hub.

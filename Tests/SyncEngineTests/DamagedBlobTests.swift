@@ -2,6 +2,7 @@ import DocumentFileSystem
 import DocumentModel
 import Foundation
 import Glibc
+import SyncEngine
 import Testing
 
 /// A local blob damaged by one flipped byte (DESIGN.md §2, invariant 5): a conflict version
@@ -49,5 +50,83 @@ struct DamagedBlobTests {
     #expect(FileManager.default.fileExists(atPath: blob))
     await a.stop()
     await b.stop()
+  }
+}
+
+/// A blob damaged in the hub, by one flipped byte: the device that fetches it reports it, the
+/// hub drops its copy, a device that has the content puts it again, and until then the path
+/// keeps its last good content and the status says why.
+@Suite("damaged hub blobs, in process")
+struct DamagedHubBlobTests {
+  @Test func aDamagedHubBlobIsPutAgainByTheDeviceThatHasIt() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("doc.txt", "first\n")
+    try await a.sync()
+    try await b.sync()
+    // B must not fetch the new content before it is damaged.
+    b.engine.pause()
+    let good = "second, damaged on the hub\n"
+    try a.write("doc.txt", good)
+    try await a.sync()
+    // A holds the only good copy and is paused: nobody can put it again yet.
+    a.engine.pause()
+    let hash = ContentHash(of: Array(good.utf8)).hex
+    var flipped = Array(good.utf8)
+    flipped[0] ^= 0x20
+    let hub = library.folder + "/hub.sqlite"
+    try sqlite(
+      hub,
+      "UPDATE chunks SET data = X'\(hexOf(flipped))' "
+        + "WHERE upload = (SELECT upload FROM blobs WHERE hash = X'\(hash)')")
+
+    b.engine.resume()
+    await #expect(
+      throws: SyncError.timeout(
+        "not up to date after 2.0 seconds: still waiting for doc.txt (damaged on the hub)")
+    ) { try await b.engine.synchronize(timeout: .seconds(2)) }
+    #expect(try b.read("doc.txt") == "first\n")
+    #expect(
+      b.engine.status().waiting == [
+        ContentWaiting(path: DocumentPath("doc.txt"), version: nil, reason: .damagedOnHub)
+      ])
+    #expect(try sqlite(hub, "SELECT lower(hex(hash)) FROM wanted") == hash + "\n")
+
+    a.engine.resume()
+    try await b.sync()
+    #expect(try b.read("doc.txt") == good)
+    #expect(b.engine.status().waiting.isEmpty)
+    #expect(
+      try sqlite(
+        hub,
+        "SELECT lower(hex(data)) FROM chunks "
+          + "WHERE upload = (SELECT upload FROM blobs WHERE hash = X'\(hash)')")
+        == hexOf(Array(good.utf8)) + "\n")
+    #expect(try sqlite(hub, "SELECT count(*) FROM wanted") == "0\n")
+    await a.stop()
+    await b.stop()
+  }
+
+  private func hexOf(_ bytes: [UInt8]) -> String {
+    bytes.map { String(format: "%02x", $0) }.joined()
+  }
+
+  /// Runs `sql` on the hub file with the sqlite3 program, from outside the hub, as a damaged
+  /// disk or a meddling tool would; returns what it printed.
+  @discardableResult
+  private func sqlite(_ database: String, _ sql: String) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    process.arguments = [database, sql]
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+      throw CocoaError(.fileWriteUnknown)
+    }
+    return String(decoding: data, as: UTF8.self)
   }
 }

@@ -213,4 +213,12 @@ final class UnplugableHub: Hub {
     try check()
     return try await inner.waitForChanges(after: cursor, timeout: timeout)
   }
+  func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
+    try check()
+    return try await inner.reportDamagedBlob(hash: hash)
+  }
+  func wantedBlobs() async throws(HubError) -> [[UInt8]] {
+    try check()
+    return try await inner.wantedBlobs()
+  }
 }

@@ -160,6 +160,10 @@ final class CountingHub: Hub {
     counter.withLock { $0 += 1 }
     return try await inner.waitForChanges(after: cursor, timeout: timeout)
   }
+  func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
+    try await inner.reportDamagedBlob(hash: hash)
+  }
+  func wantedBlobs() async throws(HubError) -> [[UInt8]] { try await inner.wantedBlobs() }
 }
 
 @Suite("two devices in process, one SQLite hub")

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+import GRDB
+
+// A blob damaged in the hub file is repaired by the devices: one that fetched bytes failing
+// their hash reports it, the hub checks its own copy (here, in the hub code: the SQLite hub has
+// no server), drops it only when it is damaged, and lists the hash in `wanted`; a device holding
+// verified content puts it again, and `putBlob` checks every byte against the key as it does
+// for any blob.
+
+extension SQLiteHub {
+  /// The schema step that lists wanted blobs. Registered after the first step; released steps
+  /// are never edited.
+  static func registerRepairMigration(_ migrator: inout DatabaseMigrator) {
+    migrator.registerMigration("v2 wanted blobs") { db in
+      try db.execute(
+        sql: """
+          -- Hashes the hub asks its devices to put again: dropped as damaged, or missing while
+          -- a record names them. A put of the blob removes its row.
+          CREATE TABLE wanted (
+            hash BLOB PRIMARY KEY,
+            since REAL NOT NULL
+          ) WITHOUT ROWID;
+          """)
+    }
+  }
+
+  public func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
+    guard hash.count == 32 else { return .unknown }
+    let stored = try await storedBlob(hash)
+    if let stored, try await isIntact(hash, stored) { return .intact }
+    return try await write { db -> BlobCondition in
+      let now = try Self.storedBlobLocked(hash, db)
+      if let stored {
+        // Another process may have replaced the copy since it was read: judge only that one.
+        guard now?.upload == stored.upload else { return now == nil ? .wanted : .intact }
+        try db.execute(sql: "DELETE FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+        try Self.discard(upload: stored.upload, db)
+      } else if now != nil {
+        return .intact
+      } else {
+        let wanted =
+          try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM wanted WHERE hash = ?)",
+            arguments: [Data(hash)]) ?? false
+        let named =
+          try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM record_blobs WHERE hash = ?)",
+            arguments: [Data(hash)]) ?? false
+        if !wanted && !named { return .unknown }
+      }
+      try db.execute(
+        sql: "INSERT OR IGNORE INTO wanted (hash, since) VALUES (?, ?)",
+        arguments: [Data(hash), Date().timeIntervalSince1970])
+      return .wanted
+    }
+  }
+
+  public func wantedBlobs() async throws(HubError) -> [[UInt8]] {
+    try await read { db in
+      try Data.fetchAll(db, sql: "SELECT hash FROM wanted ORDER BY hash").map { Array($0) }
+    }
+  }
+
+  private func storedBlob(_ hash: [UInt8]) async throws(HubError) -> (size: Int64, upload: Int64)? {
+    try await read { db in try Self.storedBlobLocked(hash, db) }
+  }
+
+  private static func storedBlobLocked(_ hash: [UInt8], _ db: Database) throws -> (
+    size: Int64, upload: Int64
+  )? {
+    guard
+      let row = try Row.fetchOne(
+        db, sql: "SELECT size, upload FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+    else { return nil }
+    return (row["size"], row["upload"])
+  }
+
+  /// Whether the stored chunks of `stored` are the blob `hash`: read one chunk at a time, in
+  /// separate transactions, as a fetch reads them.
+  private func isIntact(_ hash: [UInt8], _ stored: (size: Int64, upload: Int64))
+    async throws(HubError) -> Bool
+  {
+    var hasher = SHA256()
+    var size: Int64 = 0
+    var index = 0
+    while true {
+      let chunkIndex = index
+      let chunk = try await read { db in
+        try Data.fetchOne(
+          db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
+          arguments: [stored.upload, chunkIndex])
+      }
+      guard let chunk else { break }
+      hasher.update(data: chunk)
+      size += Int64(chunk.count)
+      index += 1
+    }
+    return size == stored.size && Array(hasher.finalize()) == hash
+  }
+}

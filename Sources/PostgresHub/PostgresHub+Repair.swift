@@ -1,0 +1,33 @@
+import Hub
+import PostgresNIO
+
+// The server checks a reported blob itself (docsync.report_damaged_blob, step 3 of the
+// schema): a device has no right to drop a blob, only to say that one looked damaged.
+
+extension PostgresHub {
+  public func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
+    try await withConnection { connection -> BlobCondition in
+      let rows = try await connection.query(
+        "SELECT docsync.report_damaged_blob(\(ByteBuffer(bytes: hash)))",
+        logger: Connections.logger)
+      for try await condition in rows.decode(String.self) {
+        return BlobCondition(rawValue: condition) ?? .unknown
+      }
+      return .unknown
+    }
+  }
+
+  public func wantedBlobs() async throws(HubError) -> [[UInt8]] {
+    try await withConnection { connection -> [[UInt8]] in
+      let rows = try await connection.query(
+        """
+        SELECT hash FROM docsync.wanted WHERE account = docsync.current_account() ORDER BY hash
+        """, logger: Connections.logger)
+      var hashes: [[UInt8]] = []
+      for try await hash in rows.decode(ByteBuffer.self) {
+        hashes.append(Array(hash.readableBytesView))
+      }
+      return hashes
+    }
+  }
+}
