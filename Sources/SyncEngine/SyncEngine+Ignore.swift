@@ -7,6 +7,7 @@ extension SyncEngine {
     let conflictsBefore = Dictionary(
       uniqueKeysWithValues: touched.map { ($0, state.conflicts[$0]?.count ?? 0) })
     state.update(from: known, touched: touched)
+    history.update(from: known, touched: touched)
     for path in touched.sorted() {
       let count = state.conflicts[path]?.count ?? 0
       if count > conflictsBefore[path] ?? 0 {

@@ -69,6 +69,8 @@ public final class SyncEngine: @unchecked Sendable {
   // Guarded by `mutex`.
   var known = VersionSet()
   var state = LibraryState(VersionSet())
+  /// The earlier versions of every document, for `.history`.
+  var history = HistoryIndex()
   var shown: [DocumentPath: ShownRecord] = [:]
   var outbox: [VersionID] = []
   var author: VersionAuthor
@@ -168,6 +170,7 @@ public final class SyncEngine: @unchecked Sendable {
     }
     known = VersionSet(records)
     state = LibraryState(known)
+    history = HistoryIndex(known)
     for record in snapshot.shown {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
