@@ -87,6 +87,20 @@ enum Control {
         mountPoint: mountPoint, path: path, current: versions.current,
         conflicts: versions.conflicts)
       reply(client, "ok\n" + encoded(report))
+    case "history":
+      guard words.count == 2, let bytes = hexBytes(words[1]) else {
+        return reply(client, "error malformed history request")
+      }
+      let path = DocumentPath(components: bytes.split(separator: UInt8(ascii: "/")).map(Array.init))
+      let history = engine.versionsOverTime(of: path)
+      guard history.versions.contains(where: { $0.kind == .file || $0.kind == .symlink }) else {
+        return reply(client, "error \(mountPoint)/\(path) has no kept versions")
+      }
+      let versions = engine.versions(of: path)
+      let report = HistoryReport(
+        mountPoint: mountPoint, path: path, versions: history.versions, current: versions?.current,
+        conflicts: Set(versions?.conflicts.map(\.id) ?? []), earlier: history.earlier)
+      reply(client, "ok\n" + encoded(report))
     default:
       reply(client, "error unknown request")
     }

@@ -71,7 +71,17 @@ struct HistoryTests {
       }
       #expect(try read(a.path(version)) == "save 3 of the plan\n")
 
-      try check(["cp", version, path], cwd: a.mountPoint)
+      // `docsync history` of the deleted document lists the five saves and the deletion, and
+      // its restore command is the `cp` that brings a version back.
+      let report = try history(b, path)
+      #expect(report.versions.map(\.state) == Array(repeating: "earlier", count: 5) + ["deleted"])
+      #expect(report.versions.compactMap(\.name) == namesB)
+      #expect(report.versions.prefix(5).allSatisfy { $0.device == "laptop" })
+      let restore = try #require(report.versions[2].command)
+      #expect(restore.hasPrefix("cp "), "\(restore)")
+      #expect(try history(a, ".history/\(path)").versions.count == 6)
+
+      try check(["sh", "-c", restore.replacingOccurrences(of: b.mountPoint, with: a.mountPoint)])
       try library.sync(a, b)
       for device in [a, b] {
         #expect(try read(device.path(path)) == "save 3 of the plan\n", "\(device.name)")
@@ -90,4 +100,23 @@ func historyNames(_ device: Device, of path: String) throws -> [String] {
   return try FileManager.default.contentsOfDirectory(atPath: folder)
     .map { (name: $0, time: try describe("\(folder)/\($0)").mtimeNanoseconds) }
     .sorted { ($0.time, $0.name) < ($1.time, $1.name) }.map(\.name)
+}
+
+/// What `docsync history --json` reports (the fields the tests read).
+struct HistoryJSON: Decodable {
+  struct Version: Decodable {
+    var state: String
+    var name: String?
+    var device: String
+    var command: String?
+  }
+  var versions: [Version]
+}
+
+/// `docsync history --json` of a path relative to the device's mount.
+func history(_ device: Device, _ path: String) throws -> HistoryJSON {
+  let result = try check(
+    device.asOwner([try MountFixture.docsyncBinary(), "history", device.path(path), "--json"]),
+    env: device.environment)
+  return try JSONDecoder().decode(HistoryJSON.self, from: Data(result.stdout.utf8))
 }
