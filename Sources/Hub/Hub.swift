@@ -41,6 +41,18 @@ public protocol Hub: Sendable {
   /// Returns true as soon as records after `cursor` exist, or false once `timeout` has passed (or
   /// the task is cancelled) without any.
   func waitForChanges(after cursor: HubCursor, timeout: Duration) async throws(HubError) -> Bool
+
+  /// The library's retention setting as stored (DocumentModel's `RetentionPolicy.serialized`);
+  /// nil when none was set, which means the default.
+  func retention() async throws(HubError) -> String?
+
+  /// Stores the library's retention setting, for every device.
+  func setRetention(_ serialized: String) async throws(HubError)
+
+  /// Removes the records with these ids, which retention let go, and the blobs that no
+  /// remaining record names; unknown ids are skipped. Paging is not disturbed: a cursor past a
+  /// removed record stays valid, and one before it just never sees it.
+  func prune(records ids: [[UInt8]]) async throws(HubError)
 }
 
 /// One opaque version record as a hub stores it.

@@ -29,6 +29,7 @@ extension SyncEngine {
         try await push()
         while try await pull() {}
         try await fetchMissingBlobs()
+        await pruneIfDue()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in

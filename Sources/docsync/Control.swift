@@ -101,6 +101,33 @@ enum Control {
         mountPoint: mountPoint, path: path, versions: history.versions, current: versions?.current,
         conflicts: Set(versions?.conflicts.map(\.id) ?? []), earlier: history.earlier)
       reply(client, "ok\n" + encoded(report))
+    case "retention":
+      // `retention` shows the setting; `retention staggered` or `retention keep <ms>` sets it.
+      let asked = words.dropFirst().joined(separator: " ")
+      let outcome = waitFor { () async -> String in
+        do throws(SyncError) {
+          if !asked.isEmpty {
+            guard let policy = RetentionPolicy(serialized: asked) else {
+              return "error malformed retention request"
+            }
+            try await engine.setRetention(policy)
+          }
+          return "ok\n" + (try await engine.retentionPolicy()).description
+        } catch {
+          return "error " + error.description
+        }
+      }
+      reply(client, outcome)
+    case "prune":
+      let outcome = waitFor { () async -> String in
+        do throws(SyncError) {
+          let report = try await engine.prune(timeout: .seconds(3600))
+          return "ok\n" + encoded(PruneSummary(report))
+        } catch {
+          return "error " + error.description
+        }
+      }
+      reply(client, outcome)
     default:
       reply(client, "error unknown request")
     }

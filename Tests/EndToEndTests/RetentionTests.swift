@@ -1,0 +1,83 @@
+import Foundation
+import MountHarness
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Retention kept on the hub, and `docsync prune` giving the disk back (issue 16).
+@Suite("Retention and pruning")
+struct RetentionTests {
+  @Test(
+    "--keep 0 and prune on each device: a 100 MiB file written three times and deleted leaves no trace",
+    .needs(), .docsyncOnly)
+  func pruneGivesBackTheSpaceOfADeletedFile() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("small.md"), "a small document\n")
+      try library.sync(a, b)
+      let before = try sizes(library, a, b)
+      for round in 1...3 {
+        try check([
+          "sh", "-c", "head -c 104857600 /dev/urandom > \"$1\"", "sh", a.path("big.bin"),
+        ])
+        try library.sync(a, b)
+        #expect(try describe(b.path("big.bin")).size == 104_857_600, "round \(round)")
+      }
+      let written = try sizes(library, a, b)
+      try check(["rm", a.path("big.bin")])
+      try library.sync(a, b)
+      #expect(try historyNames(b, of: "big.bin").count == 3)
+      let deleted = try sizes(library, a, b)
+
+      let shown = try docsync(a, ["retention", a.mountPoint, "--keep", "0"])
+      #expect(shown.contains("keep no earlier version"), "\(shown)")
+      #expect(
+        try docsync(b, ["retention", b.mountPoint])
+          == shown.replacing(a.mountPoint, with: b.mountPoint))
+      let prunedA = try docsync(a, ["prune", a.mountPoint])
+      let prunedB = try docsync(b, ["prune", b.mountPoint])
+      let after = try sizes(library, a, b)
+      print(
+        """
+        retention measurement (KiB: hub, laptop state, desktop state):
+          before        \(before)
+          written x3    \(written)
+          deleted       \(deleted)
+          pruned        \(after)
+        \(prunedA)\(prunedB)
+        """)
+      #expect(prunedA.hasPrefix("pruned 3 earlier versions and 3 content files"), "\(prunedA)")
+      for (start, end) in zip(before, after) {
+        #expect(end <= start + 5 * 1024, "before \(before), after \(after)")
+      }
+      for device in [a, b] {
+        #expect(!FileManager.default.fileExists(atPath: device.path(".history/big.bin")))
+        #expect(try read(device.path("small.md")) == "a small document\n")
+      }
+      // The library still syncs after the prune.
+      try write(b.path("small.md"), "edited after the prune\n")
+      try library.sync(b, a)
+      #expect(try read(a.path("small.md")) == "edited after the prune\n")
+    }
+  }
+}
+
+/// `du -sk` of the hub's folder and of each device's state folder.
+private func sizes(_ library: Library, _ devices: Device...) throws -> [Int] {
+  let folders = [(library.hub as NSString).deletingLastPathComponent] + devices.map(\.state)
+  return try folders.map { folder in
+    let output = try check(["du", "-sk", folder]).stdout
+    return Int(output.split(separator: "\t").first ?? "") ?? -1
+  }
+}
+
+/// A docsync command's standard output; it must succeed.
+private func docsync(_ device: Device, _ arguments: [String]) throws -> String {
+  try check(
+    device.asOwner([try MountFixture.docsyncBinary()] + arguments), env: device.environment,
+    timeout: .seconds(600)
+  ).stdout
+}
