@@ -30,7 +30,9 @@ extension SyncEngine {
 
   /// Asks the loop to prune once it has pulled everything, and waits for the outcome.
   public func prune(timeout: Duration) async throws(SyncError) -> PruneReport {
-    let request = withLock {
+    let request = try withLock { () throws(SyncError) -> UInt64 in
+      // A paused mount talks to no hub, and pruning starts on the hub.
+      if paused { throw .paused }
       pruneRequested += 1
       return pruneRequested
     }

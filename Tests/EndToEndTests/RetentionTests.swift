@@ -75,6 +75,49 @@ struct RetentionTests {
   }
 }
 
+extension RetentionTests {
+  @Test(
+    "A device offline across a prune comes back with its edit: a conflict at worst, nothing lost",
+    .needs(), .docsyncOnly)
+  func offlineAcrossAPruneLosesNothing() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("plan.md"), "the base\n")
+      try library.sync(a, b)
+      try b.pause()
+      try write(b.path("plan.md"), "desktop's offline edit\n")
+      // A paused mount still records its versions (they wait in its outbox).
+      usleep(1_000_000)
+      let paused = try run(
+        b.asOwner([try MountFixture.docsyncBinary(), "prune", b.mountPoint]), env: b.environment)
+      #expect(paused.status == 1, "\(paused)")
+      for edit in 1...3 {
+        try write(a.path("plan.md"), "laptop's edit \(edit)\n")
+        try a.sync()
+      }
+      _ = try docsync(a, ["retention", a.mountPoint, "--keep", "0"])
+      // The base that the desktop's edit follows goes from the hub and from the laptop.
+      let pruned = try docsync(a, ["prune", a.mountPoint])
+      #expect(pruned.hasPrefix("pruned 3 earlier versions"), "\(pruned)")
+
+      try b.resume()
+      try library.sync(b, a, b)
+      let expected: Set = ["laptop's edit 3\n", "desktop's offline edit\n"]
+      for device in [a, b] {
+        #expect(Set(try currentAndVersions(device, "plan.md")) == expected, "\(device.name)")
+      }
+      // Pruning again keeps both heads: the current version and the conflict version.
+      _ = try docsync(b, ["prune", b.mountPoint])
+      _ = try docsync(a, ["prune", a.mountPoint])
+      try library.sync(a, b)
+      for device in [a, b] {
+        #expect(Set(try currentAndVersions(device, "plan.md")) == expected, "\(device.name)")
+      }
+    }
+  }
+}
+
 /// `du -sk` of the hub's folder (0 for a PostgreSQL hub, whose tables give space back to
 /// PostgreSQL's own reuse rather than to the file system) and of each device's state folder.
 private func sizes(_ library: Library, _ devices: Device...) throws -> [Int] {
