@@ -1,6 +1,7 @@
 /// The earlier versions of every document, as `.history` shows them: for each path, its file
 /// and symlink versions that some known version follows (so neither the current version nor a
-/// conflict version), and for each folder, the names below it that lead to such versions.
+/// conflict version) and that retention has not released, and for each folder, the names below
+/// it that lead to such versions.
 ///
 /// Kept up to date from the paths that `VersionSet.insert(contentsOf:)` reports, so a listing
 /// of `.history/<folder>/` costs O(its entries) and an update O(versions of the touched path ×
@@ -11,12 +12,25 @@ public struct HistoryIndex: Sendable, Equatable {
   /// For each folder, each child name and how many paths with earlier versions are at or below
   /// it.
   private var below: [DocumentPath: [[UInt8]: Int]] = [:]
+  /// Versions whose content retention let go: their records stay (they carry the ancestry
+  /// every device needs to tell heads), but nothing shows them.
+  public private(set) var released: Set<VersionID> = []
 
   public init() {}
 
   /// Builds the index of a whole set in O(records × depth).
-  public init(_ set: VersionSet) {
+  public init(_ set: VersionSet, released: Set<VersionID> = []) {
+    self.released = released
     update(from: set, touched: set.paths)
+  }
+
+  /// Takes versions out of the history for good: retention released them.
+  public mutating func release(_ ids: some Sequence<VersionID>, in set: VersionSet) {
+    var touched: Set<DocumentPath> = []
+    for id in ids where released.insert(id).inserted {
+      if let record = set[id] { touched.insert(record.path) }
+    }
+    update(from: set, touched: touched)
   }
 
   /// Recomputes the earlier versions of `touched` paths.
@@ -24,7 +38,9 @@ public struct HistoryIndex: Sendable, Equatable {
     for path in touched where !path.isRoot {
       let heads = Set(set.heads(at: path).map(\.id))
       let earlier = set.ids(at: path).filter { id in
-        guard !heads.contains(id), let record = set[id] else { return false }
+        guard !heads.contains(id), !released.contains(id), let record = set[id] else {
+          return false
+        }
         return record.kind == .file || record.kind == .symlink
       }
       let had = versions[path] != nil

@@ -65,21 +65,6 @@ public struct VersionSet: Sendable {
     headsByPath[path] = heads
   }
 
-  /// Forgets versions that some known version follows (retention let them go); a head is never
-  /// removed, so no path's heads change. Their ids stay referenced: a version whose parent was
-  /// pruned is no head for that. Returns the paths of the removed versions.
-  @discardableResult
-  public mutating func removeEarlier(_ ids: some Sequence<VersionID>) -> Set<DocumentPath> {
-    var touched: Set<DocumentPath> = []
-    for id in ids {
-      guard let record = records[id], referenced.contains(id) else { continue }
-      records[id] = nil
-      idsByPath[record.path]?.removeAll { $0 == id }
-      touched.insert(record.path)
-    }
-    return touched
-  }
-
   /// Every known version of `path`, heads included, in arrival order.
   public func ids(at path: DocumentPath) -> [VersionID] { idsByPath[path] ?? [] }
 

@@ -49,9 +49,10 @@ public protocol Hub: Sendable {
   /// Stores the library's retention setting, for every device.
   func setRetention(_ serialized: String) async throws(HubError)
 
-  /// Removes the records with these ids, which retention let go, and the blobs that no
-  /// remaining record names; unknown ids are skipped. Paging is not disturbed: a cursor past a
-  /// removed record stays valid, and one before it just never sees it.
+  /// Lets go of the content of the records with these ids, which retention released: the
+  /// records stop naming their blobs, and the blobs that no record names any more go. The
+  /// records themselves stay (they are small, and they carry the ancestry devices need to tell
+  /// heads apart), so paging is not disturbed. Unknown ids are skipped.
   func prune(records ids: [[UInt8]]) async throws(HubError)
 }
 

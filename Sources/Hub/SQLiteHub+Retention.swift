@@ -16,8 +16,9 @@ extension SQLiteHub {
     }
   }
 
-  /// Deletes the records and the blobs (chunks, upload, blob rows) that only they named, in
-  /// one transaction; then gives the space back to the file system (see `reclaimSpace`).
+  /// Drops what the records name (their rows in record_blobs) and the blobs (chunks, upload,
+  /// blob rows) no record names any more, in one transaction; then gives the space back to the
+  /// file system (see `reclaimSpace`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
     try await write { db in
@@ -33,7 +34,6 @@ extension SQLiteHub {
           hashes.insert(hash)
         }
         try db.execute(sql: "DELETE FROM record_blobs WHERE seq = ?", arguments: [seq])
-        try db.execute(sql: "DELETE FROM records WHERE seq = ?", arguments: [seq])
       }
       for hash in hashes {
         let named =

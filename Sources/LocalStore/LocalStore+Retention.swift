@@ -2,15 +2,25 @@ import Foundation
 import GRDB
 
 extension LocalStore {
-  /// Forgets version records that retention let go, in one transaction.
-  public func removeVersions(_ ids: [[UInt8]]) throws(LocalStoreError) {
+  /// Notes versions whose content retention let go, in one transaction.
+  public func addReleased(_ ids: [[UInt8]]) throws(LocalStoreError) {
     do {
       try database.write { db in
         for id in ids {
-          try db.cachedStatement(sql: "DELETE FROM versions WHERE id = ?").execute(arguments: [
-            Data(id)
-          ])
+          try db.cachedStatement(sql: "INSERT OR IGNORE INTO released (id) VALUES (?)").execute(
+            arguments: [Data(id)])
         }
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// The versions whose content retention let go.
+  public func loadReleased() throws(LocalStoreError) -> [[UInt8]] {
+    do {
+      return try database.read { db in
+        try Data.fetchAll(db, sql: "SELECT id FROM released").map { [UInt8]($0) }
       }
     } catch {
       throw .failed("\(error)")

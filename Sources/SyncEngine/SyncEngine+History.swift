@@ -23,15 +23,16 @@ extension SyncEngine {
     withLock { history.hasFolder(path) }
   }
 
-  /// Every known version of `path` with content or a deletion, oldest first by the order of
-  /// versions (their hybrid logical clock), and the ids of its heads.
+  /// Every known version of `path` that retention has not released, oldest first by the order
+  /// of versions (their hybrid logical clock), the ids of its heads and of its earlier versions.
   public func versionsOverTime(of path: DocumentPath) -> (
     versions: [VersionRecord], heads: Set<VersionID>, earlier: Set<VersionID>
   ) {
     withLock {
-      let versions = known.ids(at: path).compactMap { known[$0] }.sorted {
-        ($0.modified, $0.id) < ($1.modified, $1.id)
-      }
+      let versions = known.ids(at: path).filter { !history.released.contains($0) }
+        .compactMap { known[$0] }.sorted {
+          ($0.modified, $0.id) < ($1.modified, $1.id)
+        }
       return (
         versions, Set(known.heads(at: path).map(\.id)),
         Set(history.earlierVersions(at: path))

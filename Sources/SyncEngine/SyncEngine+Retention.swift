@@ -74,42 +74,51 @@ extension SyncEngine {
     try? persist([.setMetadata(key: "last_prune", value: Array(String(now).utf8))])
   }
 
-  /// Lets go of the earlier versions that retention releases: on the hub first (so that no
-  /// device pulls them again), then here, with the content no remaining version names.
-  /// Never a head (the index holds none), never a version waiting in the outbox, so never
-  /// content an unsynced version needs.
+  /// Lets go of the content of the earlier versions that retention releases: on the hub first
+  /// (so that no device fetches it again), then here. Their records stay, on the hub and here:
+  /// they are small, and they carry the ancestry that tells heads apart (a device that holds a
+  /// version's parent but never saw the version would take the parent for a head, and one
+  /// that rebuilt its heads from fewer records after a restart too). Never a head (the index
+  /// holds none), never a version waiting in the outbox nor one that only such versions follow,
+  /// so never content an unsynced version needs, and never content a kept version shares.
   func pruneNow() async throws(SyncError) -> PruneReport {
     let policy = try await retentionPolicy()
     let now = wallMilliseconds()
     let released = withLock { () -> [VersionRecord] in
+      // Only a version that a version on the hub follows: one followed only by versions still
+      // in the outbox is a head for every other device until they go up.
       let waiting = Set(outbox)
+      var followed: Set<VersionID> = []
+      for record in known.records.values where !waiting.contains(record.id) {
+        followed.formUnion(record.parents)
+      }
       var released: [VersionRecord] = []
       for path in history.paths {
-        let earlier = history.earlierVersions(at: path).filter { !waiting.contains($0) }
+        let earlier = history.earlierVersions(at: path).filter { followed.contains($0) }
           .compactMap { known[$0] }
         released += policy.released(earlier, now: now)
       }
       return released
     }
     var report = PruneReport(policy: policy.description, versions: released.count)
-    if !released.isEmpty {
-      do {
-        try await hub.prune(records: released.map(\.id.bytes))
-      } catch {
-        throw .hub(error.description)
-      }
+    guard !released.isEmpty else {
+      try reclaimLocalSpace()
+      return report
+    }
+    do {
+      try await hub.prune(records: released.map(\.id.bytes))
+    } catch {
+      throw .hub(error.description)
     }
     let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
-      guard !released.isEmpty else { return [] }
       do throws(LocalStoreError) {
-        try store.removeVersions(released.map(\.id.bytes))
+        try store.addReleased(released.map(\.id.bytes))
       } catch {
         throw .local(error.description)
       }
-      let touched = known.removeEarlier(released.map(\.id))
-      history.update(from: known, touched: touched)
+      history.release(released.map(\.id), in: known)
       var needed: Set<ContentHash> = []
-      for record in known.records.values {
+      for record in known.records.values where !history.released.contains(record.id) {
         if let hash = record.content.blobHash { needed.insert(hash) }
       }
       return Set(released.compactMap(\.content.blobHash)).subtracting(needed)
@@ -118,20 +127,25 @@ extension SyncEngine {
       var info = stat()
       guard stat(blobs.path(hash), &info) == 0 else { continue }
       blobs.remove(hash)
-      withLock { verifiedBlobs[hash] = nil }
+      withLock {
+        verifiedBlobs[hash] = nil
+        missingBlobs[hash] = nil
+      }
       report.blobs += 1
       report.bytes = saturatingSum(report.bytes, UInt64(info.st_size))
     }
+    try reclaimLocalSpace()
+    logger.info(
+      "released \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"
+    )
+    return report
+  }
+
+  private func reclaimLocalSpace() throws(SyncError) {
     do {
       try store.reclaimSpace()
     } catch {
       throw .local(error.description)
     }
-    if !released.isEmpty {
-      logger.info(
-        "pruned \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"
-      )
-    }
-    return report
   }
 }

@@ -175,7 +175,14 @@ public final class SyncEngine: @unchecked Sendable {
     }
     known = VersionSet(records)
     state = LibraryState(known)
-    history = HistoryIndex(known)
+    do {
+      let released = try store.loadReleased().compactMap {
+        Digest256(bytes: $0).map(VersionID.init)
+      }
+      history = HistoryIndex(known, released: Set(released))
+    } catch {
+      throw .local(error.description)
+    }
     for record in snapshot.shown {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }

@@ -60,21 +60,20 @@ import Testing
     #expect(RetentionPolicy.duration(30 * Self.day) == "30d")
   }
 
-  @Test func removingEarlierVersionsKeepsEveryHead() {
+  @Test func releasedVersionsLeaveTheHistoryAndTheirRecordsKeepTheHeads() {
     var set = VersionSet()
     var a = device(1)
     let first = make(&a, &set, "plan.md", fileContent("one"))
     let second = make(&a, &set, "plan.md", fileContent("two"), parents: [first])
-    var b = device(2)
-    let concurrent = make(&b, &set, "plan.md", fileContent("b's"), parents: [first])
-    let heads = set.heads(at: path("plan.md")).map(\.id)
-    // A head asked for is left alone.
-    set.removeEarlier([first.id, second.id, concurrent.id])
-    #expect(set[first.id] == nil)
-    #expect(set.heads(at: path("plan.md")).map(\.id) == heads)
-    #expect(Set(set.ids(at: path("plan.md"))) == [second.id, concurrent.id])
-    // A version whose parent was pruned arrives and orders by what remains.
-    let later = make(&a, &set, "plan.md", fileContent("three"), parents: [second])
-    #expect(Set(set.heads(at: path("plan.md")).map(\.id)) == [later.id, concurrent.id])
+    let third = make(&a, &set, "plan.md", fileContent("three"), parents: [second])
+    var index = HistoryIndex(set)
+    index.release([first.id], in: set)
+    #expect(index.earlierVersions(at: path("plan.md")) == [second.id])
+    #expect(index == HistoryIndex(set, released: [first.id]))
+    index.release([second.id], in: set)
+    #expect(index.earlierVersions(at: path("plan.md")).isEmpty)
+    #expect(index.folders(in: .root).isEmpty)
+    // The records stay, so the heads are what they were.
+    #expect(set.heads(at: path("plan.md")).map(\.id) == [third.id])
   }
 }

@@ -29,6 +29,8 @@ struct SimDevice {
   var set = VersionSet()
   var library = LibraryState(VersionSet())
   var blobs: [ContentHash: [UInt8]] = [:]
+  /// Versions whose content this device let go by retention.
+  var released: Set<VersionID> = []
   var online = true
   var inbox: [Message] = []
   var outbox: [Message] = []
@@ -43,6 +45,8 @@ struct Schedule {
   var step: UInt64 = 0
   var created: [VersionID] = []
   var resolutions: Set<VersionID> = []
+  /// Versions whose content retention let go somewhere (on the hub and on that device).
+  var pruned: Set<VersionID> = []
   var refused = 0
   /// Well-formed records with a bad field (RecordCheck) offered and refused.
   var refusedFields = 0
@@ -83,6 +87,8 @@ struct Schedule {
         localWork(device)
       } else if roll < 56 {
         devices[device].online.toggle()
+      } else if roll < 61 {
+        prune(device)
       } else {
         flush()
         deliver(limit: 1 + rng.below(4))
@@ -110,10 +116,12 @@ struct Schedule {
   mutating func deliver(limit: Int) {
     var delivered = 0
     while delivered < limit && failure == nil {
-      let ready = devices.indices.filter { devices[$0].online && !devices[$0].inbox.isEmpty }
+      let ready = devices.indices.filter {
+        devices[$0].online && !deliverable(to: $0).isEmpty
+      }
       guard !ready.isEmpty else { return }
       let device = rng.pick(ready)
-      let index = rng.below(devices[device].inbox.count)
+      let index = rng.pick(deliverable(to: device))
       let message = devices[device].inbox[index]
       if rng.chance(6) {
         corruptAndOffer(message, to: device)
@@ -125,6 +133,21 @@ struct Schedule {
       if !rng.chance(15) { devices[device].inbox.remove(at: index) }
       receive(message, at: device)
       delivered += 1
+    }
+  }
+
+  /// The inbox positions a device may take now. A version whose content retention let go is
+  /// taken once the device knows a version that follows it: the hub gives records in order, so
+  /// such a version always comes with or before what follows it, and is never shown meanwhile
+  /// (its content cannot be fetched); the simulation delivers in any order, so it waits instead.
+  func deliverable(to device: Int) -> [Int] {
+    let set = devices[device].set
+    return devices[device].inbox.indices.filter { index in
+      let message = devices[device].inbox[index]
+      guard message.blob == nil, pruned.contains(message.id), !set.contains(message.id) else {
+        return true
+      }
+      return set.records.values.contains { $0.parents.contains(message.id) }
     }
   }
 
@@ -209,7 +232,8 @@ struct Schedule {
       {
         throw problem
       }
-      if let hash = record.content.blobHash {
+      // The hub keeps the record of a version whose content retention let go, without it.
+      if let hash = record.content.blobHash, message.blob != nil || !pruned.contains(record.id) {
         try Integrity.verify(blob: message.blob ?? [], hash: hash)
       }
     } catch {
@@ -219,7 +243,9 @@ struct Schedule {
     }
     check(!expectRefusal, "device \(device) accepted a corrupted message \(record)")
     guard !expectRefusal else { return }
-    if let hash = record.content.blobHash { devices[device].blobs[hash] = message.blob }
+    if let hash = record.content.blobHash, let blob = message.blob {
+      devices[device].blobs[hash] = blob
+    }
     devices[device].author.observe(record)
     let touched = devices[device].set.insert(contentsOf: [record])
     devices[device].library.update(from: devices[device].set, touched: touched)
@@ -452,6 +478,44 @@ struct Schedule {
     return records
   }
 
+  // MARK: retention
+
+  /// `docsync prune` on an online device: the content of the earlier versions that retention
+  /// lets go (never a head, never a version that only unsynced versions follow) leaves the hub
+  /// and the device; the records stay everywhere.
+  mutating func prune(_ device: Int) {
+    guard devices[device].online else { return }
+    let policy: RetentionPolicy = rng.chance(50) ? .keep(milliseconds: 0) : .staggered
+    let set = devices[device].set
+    let unsynced = Set(devices[device].outbox.map(\.id))
+    var followed: Set<VersionID> = []
+    for record in set.records.values where !unsynced.contains(record.id) {
+      followed.formUnion(record.parents)
+    }
+    var index = HistoryIndex(set, released: devices[device].released)
+    var released: Set<VersionID> = []
+    for path in index.paths {
+      let earlier = index.earlierVersions(at: path).filter { followed.contains($0) }
+        .compactMap { set[$0] }
+      released.formUnion(policy.released(earlier, now: now(device)).map(\.id))
+    }
+    guard !released.isEmpty else { return }
+    let heads = Set(set.paths.flatMap { set.heads(at: $0).map(\.id) })
+    check(heads.isDisjoint(with: released), "device \(device) would prune a head")
+    index.release(released, in: set)
+    devices[device].released.formUnion(released)
+    pruned.formUnion(released)
+    let needed = Set(
+      set.records.values.filter { !pruned.contains($0.id) }.compactMap(\.content.blobHash))
+    devices[device].blobs = devices[device].blobs.filter { needed.contains($0.key) }
+    for other in devices.indices {
+      for message in devices[other].inbox.indices
+      where released.contains(devices[other].inbox[message].id) {
+        devices[other].inbox[message].blob = nil
+      }
+    }
+  }
+
   // MARK: invariants after everyone has seen everything
 
   mutating func checkConverged() {
@@ -475,13 +539,16 @@ struct Schedule {
         check(false, "version \(id.shortHex) was lost")
         continue
       }
-      if let hash = record.content.blobHash {
+      if let hash = record.content.blobHash, !pruned.contains(id) {
         for (index, device) in devices.enumerated() {
           check(device.blobs[hash] != nil, "device \(index) lacks the content of \(record)")
         }
       }
     }
     for path in set.paths {
+      for head in set.heads(at: path) {
+        check(!pruned.contains(head.id), "the content of head \(head) was pruned")
+      }
       for head in set.heads(at: path) where !head.content.isDeletion {
         // 2. A deletion never beats a concurrent edit; no head with content is ever hidden.
         let shown: Bool
@@ -528,6 +595,7 @@ struct Schedule {
     var refused = 0
     var refusedFields = 0
     var versions = 0
+    var pruned = 0
     for seed in seeds {
       var schedule = Schedule(seed: seed)
       if let failure = schedule.run() {
@@ -538,11 +606,13 @@ struct Schedule {
       refused += schedule.refused
       refusedFields += schedule.refusedFields
       versions += schedule.created.count
+      pruned += schedule.pruned.count
     }
     #expect(versions > 0)
     if seeds.count > 1 {
       #expect(refused > 0, "no corrupted message was offered")
       #expect(refusedFields > 0, "no record with a bad field was offered")
+      #expect(pruned > 0, "retention let nothing go")
     }
   }
 }

@@ -115,17 +115,19 @@ struct PostgresHubTests {
     try await hub.append((old + young).map(\.record))
     // Staggered (the default) lets nothing younger than 30 s go, and no head ever.
     try await hub.prune(records: (old + young).map(\.record.id))
-    #expect(try await allRecords(hub) == [old[2].record] + young.map(\.record))
+    func named() async throws -> [[[UInt8]]] { try await allRecords(hub).map(\.blobs) }
+    #expect(try await named() == [[], [], [old[2].blob], [young[0].blob], [young[1].blob]])
+    #expect(try await !hub.hasBlob(hash: old[0].blob))
     await #expect(throws: HubError.self) { try await hub.setRetention("keep forever") }
     try await hub.setRetention("keep 0")
     try await hub.prune(records: young.map(\.record.id))
-    #expect(try await allRecords(hub) == [old[2].record, young[1].record])
+    #expect(try await named() == [[], [], [old[2].blob], [], [young[1].blob]])
     #expect(try await !hub.hasBlob(hash: young[0].blob))
     // Rows go only through docsync.prune_records.
     #expect(throws: (any Error).self) {
       try runPsql(url: url, sql: "DELETE FROM docsync.records")
     }
-    #expect(try await allRecords(hub).count == 2)
+    #expect(try await allRecords(hub).count == 5)
   }
 
   /// Whatever SQL a role of account X sends, account Y's rows stay invisible and untouched.
@@ -429,7 +431,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 2\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 4\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

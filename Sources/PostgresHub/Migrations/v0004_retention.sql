@@ -1,15 +1,16 @@
 -- docsync hub schema, step 4: retention. Released steps are never edited: a change is a new
 -- file. (Step 3 is blob repair, from another change.)
 --
--- Devices let go of the earlier versions that the library's retention releases (DocumentModel's
--- RetentionPolicy). Records stay append-only for devices: no DELETE is granted. A device prunes
--- through docsync.prune_records, which removes only what retention allows whatever ids it is
--- given: records of the caller's account that another record names as a parent (never a head,
--- so never a current or conflict version) and that are older than the smallest age at which
--- the account's retention lets a superseded version go (keep N: N; staggered: 30 s, its
--- finest interval; which one of several close versions staggered keeps is the devices'
--- choice, made the same way on every device). Then the blobs no remaining record names go,
--- with their uploads and chunks.
+-- Devices let go of the content of the earlier versions that the library's retention releases
+-- (DocumentModel's RetentionPolicy). Records stay: they are small, and they carry the ancestry
+-- every device needs to tell heads apart. Devices still have no UPDATE or DELETE on records or
+-- blobs. A device prunes through docsync.prune_records, which acts only where retention allows,
+-- whatever ids it is given: on records of the caller's account that another record names as a
+-- parent (never a head, so never a current or conflict version) and that are older than the
+-- smallest age at which the account's retention lets a superseded version go (keep N: N;
+-- staggered: 30 s, its finest interval; which one of several close versions staggered keeps
+-- is the devices' choice, made the same way on every device). Such a record stops naming its
+-- blobs, and the blobs no record names any more go, with their uploads and chunks.
 
 -- The parents and the modification time (wall-clock milliseconds) of a version record, read
 -- from its canonical encoding (DocumentModel's CanonicalEncoding): a length-prefixed magic, the
@@ -139,8 +140,8 @@ BEGIN
 END
 $$;
 
--- Removes those of `targets` that retention lets go (see the top of this file) and the blobs
--- that no remaining record names; returns how many records went.
+-- Releases the content of those of `targets` that retention lets go (see the top of this file)
+-- and deletes the blobs no record names any more; returns how many records it released.
 CREATE FUNCTION docsync.prune_records(targets bytea[]) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = pg_catalog
@@ -171,11 +172,11 @@ BEGIN
     FROM docsync.records AS r
     WHERE r.account = mine AND r.id = ANY(targets)
   LOOP
+    CONTINUE WHEN cardinality(doomed.blobs) = 0;
     CONTINUE WHEN doomed.modified_ms IS NULL OR doomed.modified_ms > now_ms - minimum_age;
     CONTINUE WHEN NOT EXISTS (
       SELECT 1 FROM docsync.record_parents AS p WHERE p.account = mine AND p.parent = doomed.id);
-    DELETE FROM docsync.records AS r WHERE r.account = mine AND r.seq = doomed.seq;
-    DELETE FROM docsync.record_parents AS p WHERE p.account = mine AND p.child = doomed.id;
+    UPDATE docsync.records AS r SET blobs = '{}' WHERE r.account = mine AND r.seq = doomed.seq;
     candidates := candidates || doomed.blobs;
     removed := removed + 1;
   END LOOP;
