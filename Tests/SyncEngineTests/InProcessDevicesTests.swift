@@ -160,6 +160,11 @@ final class CountingHub: Hub {
     counter.withLock { $0 += 1 }
     return try await inner.waitForChanges(after: cursor, timeout: timeout)
   }
+  func retention() async throws(HubError) -> String? { try await inner.retention() }
+  func setRetention(_ serialized: String) async throws(HubError) {
+    try await inner.setRetention(serialized)
+  }
+  func prune(records ids: [[UInt8]]) async throws(HubError) { try await inner.prune(records: ids) }
 }
 
 @Suite("two devices in process, one SQLite hub")
