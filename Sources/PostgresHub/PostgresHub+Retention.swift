@@ -2,8 +2,8 @@ import Hub
 import PostgresNIO
 
 // Retention on PostgreSQL goes through the SECURITY DEFINER functions of
-// Migrations/v0004_retention.sql: a device holds no DELETE on records or blobs, and
-// docsync.prune_records removes only what the account's retention lets go.
+// Migrations/v0004_retention.sql: a device holds no UPDATE or DELETE on records or blobs, and
+// docsync.prune_records releases only what the account's retention lets go.
 extension PostgresHub {
   public func retention() async throws(HubError) -> String? {
     try await withConnection { connection in

@@ -1,4 +1,5 @@
-/// What one prune let go: version records (on the hub and here) and local content files.
+/// What one prune let go: the earlier versions whose content it released (on the hub and
+/// here; their records stay) and the local content files and bytes that went with them.
 public struct PruneReport: Sendable, Equatable {
   public var policy: String
   public var versions: Int

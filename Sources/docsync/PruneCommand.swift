@@ -6,7 +6,7 @@ import Foundation
 struct PruneCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "prune",
-    abstract: "Remove now the earlier versions that retention lets go, on the hub and here.")
+    abstract: "Let go now of the earlier versions that retention releases, on the hub and here.")
 
   @Argument(help: "The mount point.")
   var mountPoint: String
