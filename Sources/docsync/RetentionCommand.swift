@@ -1,5 +1,6 @@
 import ArgumentParser
 import DocumentModel
+import Foundation
 
 /// `docsync retention`: shows or sets how long the library keeps earlier versions. The setting
 /// lives on the hub, so every device of the library applies the same.
@@ -39,6 +40,7 @@ struct RetentionCommand: ParsableCommand {
     }
     let mount = try RunningMount(mountPoint)
     let payload = try mount.request(request)
-    writeText("retention of \(mount.mountPoint): \(payload)\n", to: 1)
+    let setting = payload.trimmingCharacters(in: .whitespacesAndNewlines)
+    writeText("retention of \(mount.mountPoint): \(setting)\n", to: 1)
   }
 }
