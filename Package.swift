@@ -64,6 +64,7 @@ let package = Package(
         .embedInCode("Migrations/v0001_accounts_records_blobs.sql"),
         .embedInCode("Migrations/v0002_least_privilege.sql"),
         .embedInCode("Migrations/v0003_blob_repair.sql"),
+        .embedInCode("Migrations/v0004_retention.sql"),
       ],
       swiftSettings: strict
     ),
@@ -129,7 +130,7 @@ let package = Package(
     .testTarget(
       name: "HubTests",
       dependencies: [
-        "Hub", "PostgresHub", .product(name: "GRDB", package: "GRDB.swift"),
+        "Hub", "PostgresHub", "DocumentModel", .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ],
       swiftSettings: strict

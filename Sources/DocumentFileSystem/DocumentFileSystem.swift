@@ -78,6 +78,9 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// The reserved, virtual `.versions` folder at the root.
   public static let versionsInode: UInt64 = 2
   public static let versionsName: [UInt8] = Array(".versions".utf8)
+  /// The reserved, virtual and hidden `.history` folder at the root.
+  public static let historyInode: UInt64 = 3
+  public static let historyName: [UInt8] = Array(".history".utf8)
   public static let nameMax = 255
   /// Inode numbers below this are reserved for virtual nodes.
   static let firstInode: UInt64 = 16
@@ -91,6 +94,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// Set while the sync engine writes into the tree, so its changes are not noted as local.
   var suppressNotes = false
   let versions = VersionsTree()
+  let history = HistoryTree()
   var nodes: [UInt64: Node] = [:]
   var nextInode: UInt64
   /// Open files by handle (the working file's descriptor): the inode and whether it may write.
@@ -220,7 +224,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   static func isReserved(parent: UInt64, name: [UInt8]) -> Bool {
-    parent == rootInode && name == versionsName
+    parent == rootInode && (name == versionsName || name == historyName)
   }
 
   /// Checks a name that is about to be created in `parent`.
@@ -350,7 +354,9 @@ public final class DocumentFileSystem: @unchecked Sendable {
         return try attributes(target)
       }
       try Self.validate(name: name)
-      if Self.isReserved(parent: parent, name: name) { return versionsAttributes() }
+      if Self.isReserved(parent: parent, name: name) {
+        return name == Self.historyName ? historyRootAttributes() : versionsAttributes()
+      }
       guard let inode = folder.children[name], let child = nodes[inode] else {
         throw .noSuchFileOrDirectory
       }

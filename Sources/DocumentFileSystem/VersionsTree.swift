@@ -114,9 +114,9 @@ extension DocumentFileSystem {
     return views.names(for: name)
   }
 
-  /// Whether an inode belongs to the virtual `.versions` tree.
+  /// Whether an inode belongs to the virtual `.versions` or `.history` tree.
   public static func isVirtual(_ inode: UInt64) -> Bool {
-    inode == versionsInode || inode >= VersionsTree.firstInode
+    inode == versionsInode || inode == historyInode || inode >= VersionsTree.firstInode
   }
 
   func versionsChanged() {}
@@ -168,6 +168,7 @@ extension DocumentFileSystem {
   }
 
   func virtualAttributes(_ inode: UInt64) throws(Errno) -> stat {
+    if HistoryTree.owns(inode) { return try historyAttributes(inode) }
     var result = versionsAttributes()
     result.st_ino = UInt(inode)
     switch versions.key(inode) {
@@ -210,6 +211,7 @@ extension DocumentFileSystem {
   }
 
   func virtualLookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
+    if HistoryTree.owns(parent) { return try historyLookup(parent: parent, name: name) }
     try Self.validate(name: name)
     let prefix = try folderPath(parent)
     refreshModes(name == Array(".".utf8) ? [prefix] : [prefix, prefix.appending(name)])
@@ -245,6 +247,7 @@ extension DocumentFileSystem {
   func virtualListing(_ inode: UInt64) throws(Errno) -> [(
     name: [UInt8], inode: UInt64, type: UInt32
   )] {
+    if HistoryTree.owns(inode) { return try historyDirectoryListing(inode) }
     let prefix = try folderPath(inode)
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
     refreshModes([prefix] + listing.folders.map { prefix.appending($0) })
@@ -276,6 +279,7 @@ extension DocumentFileSystem {
   }
 
   func virtualOpen(_ inode: UInt64, flags: Int32) throws(Errno) -> OpenFile {
+    if HistoryTree.owns(inode) { return try historyOpen(inode, flags: flags) }
     if case .view(let path, let isBase)? = versions.key(inode) {
       if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
       guard let views = mergeViews(at: path), let bytes = isBase ? views.base : views.merged
@@ -297,6 +301,8 @@ extension DocumentFileSystem {
 
   /// `rm .versions/<path>/<v>`: discard that version.
   func virtualUnlink(parent: UInt64, name: [UInt8]) throws(Errno) {
+    // Earlier versions go only by retention or `docsync forget`.
+    if HistoryTree.owns(parent) { throw .readOnlyFileSystem }
     let prefix = try folderPath(parent)
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
     guard let match = listing.versions.first(where: { $0.name == name }) else {
@@ -317,7 +323,7 @@ extension DocumentFileSystem {
   /// for every document under the folder. A folder whose conflicts were resolved by the files
   /// removed just before is gone already; that is success, as `rm -r` expects.
   func virtualRemoveDirectory(parent: UInt64, name: [UInt8]) throws(Errno) {
-    if parent == Self.rootInode { throw .readOnlyFileSystem }
+    if parent == Self.rootInode || HistoryTree.owns(parent) { throw .readOnlyFileSystem }
     let prefix = try folderPath(parent)
     let path = prefix.appending(name)
     let open = conflicts().keys.filter { $0.isEqualOrDescendant(of: path) }
@@ -333,6 +339,8 @@ extension DocumentFileSystem {
   func virtualRename(parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8])
     throws(Errno)
   {
+    // `mv` out of `.history` copies instead (and then cannot remove the version).
+    if HistoryTree.owns(parent) { throw .improperLink }
     let prefix = try folderPath(parent)
     let listing = VersionsTree.listing(prefix, conflicts: conflicts())
     guard let match = listing.versions.first(where: { $0.name == name }) else {
@@ -446,6 +454,7 @@ extension DocumentFileSystem {
   }
 
   func virtualExtendedAttributes(_ inode: UInt64) -> [[UInt8]: [UInt8]] {
+    if HistoryTree.owns(inode) { return historyExtendedAttributes(inode) }
     guard let record = versions.record(inode) else { return [:] }
     return [
       Array("user.docsync.device".utf8): Array(record.deviceName.utf8),

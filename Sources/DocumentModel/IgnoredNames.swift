@@ -5,6 +5,8 @@
 public enum IgnoredNames {
   /// The reserved folder at the root of the mount.
   public static let versionsFolder = Array(".versions".utf8)
+  /// The reserved folder of earlier versions at the root of the mount.
+  public static let historyFolder = Array(".history".utf8)
 
   /// Whether one name matches `4913`, `.*.sw?`, `*~`, `#*#`, `.#*`, `.goutputstream-*`,
   /// `.~lock.*#`, `*.vsctmp`, `.fuse_hidden*`, `~$*` (Microsoft Office's owner files) or
@@ -29,10 +31,12 @@ public enum IgnoredNames {
     return false
   }
 
-  /// Whether a path never syncs: it is `.versions` at the root or below it, or any component is
-  /// ignored.
+  /// Whether a path never syncs: it is `.versions` or `.history` at the root or below them, or
+  /// any component is ignored.
   public static func isIgnored(_ path: DocumentPath) -> Bool {
-    if path.components.first == versionsFolder { return true }
+    if path.components.first == versionsFolder || path.components.first == historyFolder {
+      return true
+    }
     return path.components.contains(where: isIgnored(name:))
   }
 }

@@ -84,7 +84,9 @@ public enum RecordCheck {
       total += component.count
     }
     if total > maximumPathBytes { return .pathTooLong(total) }
-    if first == IgnoredNames.versionsFolder { return .reservedPath }
+    if first == IgnoredNames.versionsFolder || first == IgnoredNames.historyFolder {
+      return .reservedPath
+    }
     return nil
   }
 

@@ -36,7 +36,7 @@ public enum RecordProblem: Error, Hashable, Sendable, CustomStringConvertible {
     case .componentTooLong(let bytes): "a path component of \(bytes) bytes (at most 255)"
     case .pathTooLong(let bytes):
       "a path of \(bytes) bytes (at most \(RecordCheck.maximumPathBytes))"
-    case .reservedPath: "a path inside the reserved .versions folder"
+    case .reservedPath: "a path inside the reserved .versions or .history folder"
     case .originPath(let problem): "its rename origin has \(problem)"
     case .sizeTooLarge(let size): "a content size of \(size) bytes"
     case .parentsNotCanonical: "parents that are not sorted and distinct"

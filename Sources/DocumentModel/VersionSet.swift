@@ -8,6 +8,8 @@ public struct VersionSet: Sendable {
   /// Ids that some known record names as a parent (known or not yet arrived).
   private var referenced: Set<VersionID> = []
   private var headsByPath: [DocumentPath: [VersionID]] = [:]
+  /// Every known version of each path, in arrival order: what `.history` lists comes from here.
+  private var idsByPath: [DocumentPath: [VersionID]] = [:]
 
   public init() {}
 
@@ -29,6 +31,7 @@ public struct VersionSet: Sendable {
   public mutating func insert(_ record: VersionRecord) -> Bool {
     guard records[record.id] == nil else { return false }
     records[record.id] = record
+    idsByPath[record.path, default: []].append(record.id)
     for parent in record.parents {
       referenced.insert(parent)
       if let known = records[parent] { removeHead(parent, at: known.path) }
@@ -61,6 +64,9 @@ public struct VersionSet: Sendable {
     heads.remove(at: index)
     headsByPath[path] = heads
   }
+
+  /// Every known version of `path`, heads included, in arrival order.
+  public func ids(at path: DocumentPath) -> [VersionID] { idsByPath[path] ?? [] }
 
   /// The versions of `path` that no known version follows, best first by the winner rule.
   public func heads(at path: DocumentPath) -> [VersionRecord] {

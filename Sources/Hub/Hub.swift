@@ -51,6 +51,18 @@ public protocol Hub: Sendable {
   /// Hashes of blobs the hub wants a device to put again (see ``reportDamagedBlob(hash:)``); a
   /// put whose bytes hash to the key ends the want. Cheap enough to ask at every sync round.
   func wantedBlobs() async throws(HubError) -> [[UInt8]]
+  /// The library's retention setting as stored (DocumentModel's `RetentionPolicy.serialized`);
+  /// nil when none was set, which means the default.
+  func retention() async throws(HubError) -> String?
+
+  /// Stores the library's retention setting, for every device.
+  func setRetention(_ serialized: String) async throws(HubError)
+
+  /// Lets go of the content of the records with these ids, which retention released: the
+  /// records stop naming their blobs, and the blobs that no record names any more go. The
+  /// records themselves stay (they are small, and they carry the ancestry devices need to tell
+  /// heads apart), so paging is not disturbed. Unknown ids are skipped.
+  func prune(records ids: [[UInt8]]) async throws(HubError)
 }
 
 /// One opaque version record as a hub stores it.

@@ -189,6 +189,11 @@ public final class SQLiteHub: Hub {
           """)
     }
     registerRepairMigration(&migrator)
+    migrator.registerMigration("v2 retention setting") { db in
+      // One row per library-wide setting; `retention` holds RetentionPolicy.serialized.
+      try db.execute(
+        sql: "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+    }
     return migrator
   }
 

@@ -128,6 +128,11 @@ public final class LocalStore: @unchecked Sendable {
           ) WITHOUT ROWID;
           """)
     }
+    migrator.registerMigration("v4: history released by retention") { db in
+      // Versions whose content retention let go. Their records stay in `versions`: they carry
+      // the ancestry that tells heads apart.
+      try db.execute(sql: "CREATE TABLE released (id BLOB PRIMARY KEY) WITHOUT ROWID")
+    }
     return migrator
   }
 

@@ -31,6 +31,7 @@ extension SyncEngine {
         try await serveWantedBlobs()
         try await fetchMissingBlobs()
         try await autoMerge()
+        await pruneIfDue()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in

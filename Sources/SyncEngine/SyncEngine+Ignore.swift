@@ -13,6 +13,7 @@ extension SyncEngine {
       previous[path] = state.current(at: path)
     }
     state.update(from: known, touched: touched)
+    history.update(from: known, touched: touched)
     for path in touched.sorted() {
       let before = conflictsBefore[path] ?? []
       let after = state.conflicts[path] ?? []

@@ -78,6 +78,8 @@ public final class SyncEngine: @unchecked Sendable {
   // Guarded by `mutex`.
   var known = VersionSet()
   var state = LibraryState(VersionSet())
+  /// The earlier versions of every document, for `.history`.
+  var history = HistoryIndex()
   var shown: [DocumentPath: ShownRecord] = [:]
   var outbox: [VersionID] = []
   var author: VersionAuthor
@@ -124,6 +126,11 @@ public final class SyncEngine: @unchecked Sendable {
   var syncRequestedAt: UInt64 = 0
   var syncCompleted: UInt64 = 0
   var running = false
+  /// `docsync prune` requests, the outcome of the latest one the loop ran, and when pruning
+  /// last ran (wall-clock milliseconds; the loop prunes by itself a day after that).
+  var pruneRequested: UInt64 = 0
+  var pruneOutcome: (request: UInt64, result: Result<PruneReport, SyncError>)?
+  var lastPrune: UInt64 = 0
   private var loop: Task<Void, Never>?
   private let executor = EngineExecutor(name: "docsync-sync")
 
@@ -182,6 +189,14 @@ public final class SyncEngine: @unchecked Sendable {
     }
     known = VersionSet(records)
     state = LibraryState(known)
+    do {
+      let released = try store.loadReleased().compactMap {
+        Digest256(bytes: $0).map(VersionID.init)
+      }
+      history = HistoryIndex(known, released: Set(released))
+    } catch {
+      throw .local(error.description)
+    }
     for record in snapshot.shown {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
@@ -189,8 +204,14 @@ public final class SyncEngine: @unchecked Sendable {
     intents = snapshot.intents
     ignore = rulesOfCurrentIgnoreFile() ?? .builtIn
     adoptMergeAttributes()
+    // A new state folder first prunes a day after it was made, not at once: its history is
+    // young, and retention's first day keeps it at one version per 30 seconds to an hour.
+    lastPrune =
+      snapshot.metadata["last_prune"].flatMap { UInt64(String(decoding: $0, as: UTF8.self)) }
+      ?? now
     let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
     try persist([
+      .setMetadata(key: "last_prune", value: Array(String(lastPrune).utf8)),
       .setMetadata(key: "device_id", value: idBytes),
       .setMetadata(key: "device_name", value: Array(deviceName.utf8)),
     ])

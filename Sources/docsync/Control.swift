@@ -107,6 +107,47 @@ enum Control {
         guard send(client, lines.joined()) else { return }
         after = last.sequence
       }
+    case "history":
+      guard words.count == 2, let bytes = hexBytes(words[1]) else {
+        return reply(client, "error malformed history request")
+      }
+      let path = DocumentPath(components: bytes.split(separator: UInt8(ascii: "/")).map(Array.init))
+      let history = engine.versionsOverTime(of: path)
+      guard history.versions.contains(where: { $0.kind == .file || $0.kind == .symlink }) else {
+        return reply(client, "error \(mountPoint)/\(path) has no kept versions")
+      }
+      let versions = engine.versions(of: path)
+      let report = HistoryReport(
+        mountPoint: mountPoint, path: path, versions: history.versions, current: versions?.current,
+        conflicts: Set(versions?.conflicts.map(\.id) ?? []), earlier: history.earlier)
+      reply(client, "ok\n" + encoded(report))
+    case "retention":
+      // `retention` shows the setting; `retention staggered` or `retention keep <ms>` sets it.
+      let asked = words.dropFirst().joined(separator: " ")
+      let outcome = waitFor { () async -> String in
+        do throws(SyncError) {
+          if !asked.isEmpty {
+            guard let policy = RetentionPolicy(serialized: asked) else {
+              return "error malformed retention request"
+            }
+            try await engine.setRetention(policy)
+          }
+          return "ok\n" + (try await engine.retentionPolicy()).description
+        } catch {
+          return "error " + error.description
+        }
+      }
+      reply(client, outcome)
+    case "prune":
+      let outcome = waitFor { () async -> String in
+        do throws(SyncError) {
+          let report = try await engine.prune(timeout: .seconds(3600))
+          return "ok\n" + encoded(PruneSummary(report))
+        } catch {
+          return "error " + error.description
+        }
+      }
+      reply(client, outcome)
     default:
       reply(client, "error unknown request")
     }

@@ -7,7 +7,8 @@ struct Docsync: ParsableCommand {
     abstract: "Mount a folder of documents that stays in sync between your machines.",
     subcommands: [
       MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self,
-      VersionsCommand.self, EventsCommand.self, PauseCommand.self, ResumeCommand.self,
+      VersionsCommand.self, EventsCommand.self, HistoryCommand.self, RetentionCommand.self,
+      PruneCommand.self, PauseCommand.self, ResumeCommand.self,
       HubCommand.self,
     ]
   )

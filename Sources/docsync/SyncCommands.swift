@@ -357,11 +357,11 @@ struct VersionsCommand: ParsableCommand {
       throw CommandFailure("\(path) is not in a docsync mount")
     }
     var relative = String(full.dropFirst(mount.mountPoint.count + 1))
-    if relative.hasPrefix(".versions/") {
+    if relative.hasPrefix(".versions/") || relative.hasPrefix(".history/") {
       // `.versions/<document>/` is a folder; a file in it is one version of that document.
       var info = stat()
       let isVersionFile = lstat(full, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
-      relative = String(relative.dropFirst(10))
+      relative = String(relative.drop(while: { $0 != "/" }).dropFirst())
       if isVersionFile { relative = (relative as NSString).deletingLastPathComponent }
     }
     return (mount, relative)

@@ -140,6 +140,46 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     #expect(listing(fs, DocumentFileSystem.versionsInode) == [bytes("."), bytes("..")])
   }
 
+  @Test func historyIsAReservedHiddenReadOnlyFolderAtTheRootOnly() throws {
+    let fs = try open()
+    let history = try fs.lookup(parent: root, name: DocumentFileSystem.historyName)
+    #expect(UInt64(history.st_ino) == DocumentFileSystem.historyInode)
+    // Nobody writes it, its owner included: earlier versions go only by retention.
+    #expect(history.st_mode == UInt32(S_IFDIR) | 0o555)
+    #expect(throws: Errno.fileExists) {
+      try fs.makeDirectory(
+        parent: root, name: DocumentFileSystem.historyName, mode: 0o755, caller: me)
+    }
+    #expect(throws: Errno.fileExists) {
+      try fs.create(
+        parent: root, name: DocumentFileSystem.historyName, mode: 0o644, flags: O_WRONLY,
+        caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.create(
+        parent: DocumentFileSystem.historyInode, name: bytes("x"), mode: 0o644, flags: O_WRONLY,
+        caller: me)
+    }
+    _ = try fs.create(parent: root, name: bytes("doc"), mode: 0o644, flags: O_WRONLY, caller: me)
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.rename(
+        parent: root, name: bytes("doc"), newParent: root, newName: DocumentFileSystem.historyName,
+        options: [], caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.removeDirectory(parent: root, name: DocumentFileSystem.historyName, caller: me)
+    }
+    #expect(throws: Errno.readOnlyFileSystem) {
+      try fs.unlink(parent: DocumentFileSystem.historyInode, name: bytes("doc"), caller: me)
+    }
+    // Hidden from the root's listing; elsewhere an ordinary name.
+    #expect(!listing(fs, root).contains(DocumentFileSystem.historyName))
+    #expect(listing(fs, DocumentFileSystem.historyInode) == [bytes("."), bytes("..")])
+    let sub = try fs.makeDirectory(parent: root, name: bytes("sub"), mode: 0o755, caller: me)
+    _ = try fs.makeDirectory(
+      parent: UInt64(sub.st_ino), name: DocumentFileSystem.historyName, mode: 0o755, caller: me)
+  }
+
   @Test func whatDocsyncMakesFollowsTheMountsUmask() throws {
     let fs = try open(creationMask: 0o077)
     #expect(try fs.attributes(inode: root).st_mode == UInt32(S_IFDIR) | 0o700)

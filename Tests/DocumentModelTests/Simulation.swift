@@ -29,6 +29,8 @@ struct SimDevice {
   var set = VersionSet()
   var library = LibraryState(VersionSet())
   var blobs: [ContentHash: [UInt8]] = [:]
+  /// Versions whose content this device let go by retention.
+  var released: Set<VersionID> = []
   var online = true
   var inbox: [Message] = []
   var outbox: [Message] = []
@@ -43,6 +45,8 @@ struct Schedule {
   var step: UInt64 = 0
   var created: [VersionID] = []
   var resolutions: Set<VersionID> = []
+  /// Versions whose content retention let go somewhere (on the hub and on that device).
+  var pruned: Set<VersionID> = []
   var refused = 0
   /// Which documents merge by themselves (`.docsyncattributes`): none in some schedules.
   var attributes = MergeAttributes.none
@@ -97,6 +101,8 @@ struct Schedule {
       } else if roll < 62 {
         // Whenever a device gets to it: with all the heads or only some of them.
         autoMerge(device)
+      } else if roll < 67 {
+        prune(device)
       } else {
         flush()
         deliver(limit: 1 + rng.below(4))
@@ -132,10 +138,12 @@ struct Schedule {
   mutating func deliver(limit: Int) {
     var delivered = 0
     while delivered < limit && failure == nil {
-      let ready = devices.indices.filter { devices[$0].online && !devices[$0].inbox.isEmpty }
+      let ready = devices.indices.filter {
+        devices[$0].online && !deliverable(to: $0).isEmpty
+      }
       guard !ready.isEmpty else { return }
       let device = rng.pick(ready)
-      let index = rng.below(devices[device].inbox.count)
+      let index = rng.pick(deliverable(to: device))
       let message = devices[device].inbox[index]
       if rng.chance(6) {
         corruptAndOffer(message, to: device)
@@ -147,6 +155,21 @@ struct Schedule {
       if !rng.chance(15) { devices[device].inbox.remove(at: index) }
       receive(message, at: device)
       delivered += 1
+    }
+  }
+
+  /// The inbox positions a device may take now. A version whose content retention let go is
+  /// taken once the device knows a version that follows it: the hub gives records in order, so
+  /// such a version always comes with or before what follows it, and is never shown meanwhile
+  /// (its content cannot be fetched); the simulation delivers in any order, so it waits instead.
+  func deliverable(to device: Int) -> [Int] {
+    let set = devices[device].set
+    return devices[device].inbox.indices.filter { index in
+      let message = devices[device].inbox[index]
+      guard message.blob == nil, pruned.contains(message.id), !set.contains(message.id) else {
+        return true
+      }
+      return set.records.values.contains { $0.parents.contains(message.id) }
     }
   }
 
@@ -253,7 +276,8 @@ struct Schedule {
         refusedProblems.insert(Self.problemKind(problem))
         throw problem
       }
-      if let hash = record.content.blobHash {
+      // The hub keeps the record of a version whose content retention let go, without it.
+      if let hash = record.content.blobHash, message.blob != nil || !pruned.contains(record.id) {
         try Integrity.verify(blob: message.blob ?? [], hash: hash)
       }
     } catch {
@@ -263,7 +287,9 @@ struct Schedule {
     }
     check(!expectRefusal, "device \(device) accepted a corrupted message \(record)")
     guard !expectRefusal else { return }
-    if let hash = record.content.blobHash { devices[device].blobs[hash] = message.blob }
+    if let hash = record.content.blobHash, let blob = message.blob {
+      devices[device].blobs[hash] = blob
+    }
     devices[device].author.observe(record)
     let touched = devices[device].set.insert(contentsOf: [record])
     devices[device].library.update(from: devices[device].set, touched: touched)
@@ -585,6 +611,44 @@ struct Schedule {
     return records
   }
 
+  // MARK: retention
+
+  /// `docsync prune` on an online device: the content of the earlier versions that retention
+  /// lets go (never a head, never a version that only unsynced versions follow) leaves the hub
+  /// and the device; the records stay everywhere.
+  mutating func prune(_ device: Int) {
+    guard devices[device].online else { return }
+    let policy: RetentionPolicy = rng.chance(50) ? .keep(milliseconds: 0) : .staggered
+    let set = devices[device].set
+    let unsynced = Set(devices[device].outbox.map(\.id))
+    var followed: Set<VersionID> = []
+    for record in set.records.values where !unsynced.contains(record.id) {
+      followed.formUnion(record.parents)
+    }
+    var index = HistoryIndex(set, released: devices[device].released)
+    var released: Set<VersionID> = []
+    for path in index.paths {
+      let earlier = index.earlierVersions(at: path).filter { followed.contains($0) }
+        .compactMap { set[$0] }
+      released.formUnion(policy.released(earlier, now: now(device)).map(\.id))
+    }
+    guard !released.isEmpty else { return }
+    let heads = Set(set.paths.flatMap { set.heads(at: $0).map(\.id) })
+    check(heads.isDisjoint(with: released), "device \(device) would prune a head")
+    index.release(released, in: set)
+    devices[device].released.formUnion(released)
+    pruned.formUnion(released)
+    let needed = Set(
+      set.records.values.filter { !pruned.contains($0.id) }.compactMap(\.content.blobHash))
+    devices[device].blobs = devices[device].blobs.filter { needed.contains($0.key) }
+    for other in devices.indices {
+      for message in devices[other].inbox.indices
+      where released.contains(devices[other].inbox[message].id) {
+        devices[other].inbox[message].blob = nil
+      }
+    }
+  }
+
   // MARK: invariants after everyone has seen everything
 
   mutating func checkConverged() {
@@ -608,13 +672,16 @@ struct Schedule {
         check(false, "version \(id.shortHex) was lost")
         continue
       }
-      if let hash = record.content.blobHash {
+      if let hash = record.content.blobHash, !pruned.contains(id) {
         for (index, device) in devices.enumerated() {
           check(device.blobs[hash] != nil, "device \(index) lacks the content of \(record)")
         }
       }
     }
     for path in set.paths {
+      for head in set.heads(at: path) {
+        check(!pruned.contains(head.id), "the content of head \(head) was pruned")
+      }
       for head in set.heads(at: path) where !head.content.isDeletion {
         // 2. A deletion never beats a concurrent edit; no head with content is ever hidden.
         let shown: Bool
@@ -675,6 +742,7 @@ struct Schedule {
     var refusedProblems: Set<String> = []
     var versions = 0
     var merges = 0
+    var pruned = 0
     for seed in seeds {
       var schedule = Schedule(seed: seed)
       if let failure = schedule.run() {
@@ -687,6 +755,7 @@ struct Schedule {
       refusedProblems.formUnion(schedule.refusedProblems)
       versions += schedule.created.count
       merges += schedule.merges
+      pruned += schedule.pruned.count
     }
     #expect(versions > 0)
     if seeds.count > 1 { #expect(merges > 0, "no schedule merged automatically") }
@@ -696,6 +765,7 @@ struct Schedule {
       #expect(
         refusedProblems == Schedule.everyOfferedProblem,
         "bad fields never refused: \(Schedule.everyOfferedProblem.subtracting(refusedProblems))")
+      #expect(pruned > 0, "retention let nothing go")
     }
   }
 }

@@ -1,3 +1,4 @@
+import DocumentModel
 import Foundation
 import Hub
 import Testing
@@ -37,6 +38,7 @@ enum HubConformance {
     ("a report of a blob nobody names changes nothing", unknownBlobReported),
     ("a replacement must hash to its key", badReplacementRefused),
     ("a lost blob that a record names is wanted", lostBlobIsWanted),
+    ("retention is kept, and pruning removes records and the blobs only they named", pruning),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -304,6 +306,55 @@ enum HubConformance {
     #expect(try await hub.wantedBlobs().isEmpty)
     #expect(try await fetchBlob(hub, hash) == content)
   }
+}
+
+extension HubConformance {
+  static func pruning(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    #expect(try await hub.retention() == nil)
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    #expect(try await fixture.openAnother().retention() == "keep 0")
+    let history = try await versionChain(hub, ["one", "two", "two"])
+    try await hub.append(history.map(\.record))
+    let cursor = try await endCursor(hub)
+    try await hub.prune(records: history.dropLast().map(\.record.id))
+    // The records stay, naming no blob; the first blob went with the only record that named
+    // it, the second stays for the head.
+    var stripped = history.map(\.record)
+    stripped[0].blobs = []
+    stripped[1].blobs = []
+    #expect(try await allRecords(hub) == stripped)
+    #expect(try await !hub.hasBlob(hash: history[0].blob))
+    #expect(try await hub.hasBlob(hash: history[2].blob))
+    #expect(try await fetchBlob(hub, history[2].blob) == Array("two".utf8))
+    // A cursor taken before the prune pages on; pruning again changes nothing.
+    #expect(try await allRecords(hub, after: cursor).isEmpty)
+    try await hub.prune(records: history.dropLast().map(\.record.id))
+    #expect(try await allRecords(hub) == stripped)
+  }
+}
+
+/// A line of version records of one document, each the parent of the next, their content put
+/// on `hub`, made long enough ago that any retention lets the earlier ones go.
+func versionChain(_ hub: any Hub, _ contents: [String], age: UInt64 = 3_600_000) async throws
+  -> [(record: HubRecord, blob: [UInt8])]
+{
+  var chain: [(record: HubRecord, blob: [UInt8])] = []
+  var parent: VersionRecord?
+  let start = UInt64(Date().timeIntervalSince1970 * 1000) - age
+  for (index, text) in contents.enumerated() {
+    let bytes = Array(text.utf8)
+    let blob = try await putBlob(hub, bytes)
+    let version = VersionRecord(
+      path: DocumentPath("notes/plan.md"),
+      content: .file(hash: ContentHash(of: bytes), size: UInt64(bytes.count), executable: false),
+      parents: parent.map { [$0.id] } ?? [],
+      modified: HLCTimestamp(wallMilliseconds: start + UInt64(index) * 1000),
+      deviceID: DeviceID(high: 0, low: 1), deviceName: "laptop")
+    chain.append((HubRecord(id: version.id.bytes, payload: version.encoded, blobs: [blob]), blob))
+    parent = version
+  }
+  return chain
 }
 
 // MARK: - Helpers shared by the checks

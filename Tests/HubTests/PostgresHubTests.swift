@@ -1,3 +1,4 @@
+import DocumentModel
 import Foundation
 import Hub
 import PostgresHub
@@ -99,6 +100,34 @@ struct PostgresHubTests {
     #expect(Set(seen.map(\.id)).count == total)
     #expect(try await allRecords(reader) == seen)
     print("postgres hub stress: \(total) records from \(hubWriters) hubs and \(psqlWriters) psql")
+  }
+
+  /// A device prunes only what the account's retention lets go: never a head, never a version
+  /// younger than retention keeps, never another account's, and never with plain DELETE.
+  @Test func pruningRemovesOnlyWhatRetentionLetsGo() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("p"),
+      device: PostgresTestCluster.uniqueName("p"), password: "p-pw")
+    let hub = try PostgresHub(location: url)
+    let old = try await versionChain(hub, ["one", "two", "three"])
+    let young = try await versionChain(hub, ["young one", "young two"], age: 0)
+    try await hub.append((old + young).map(\.record))
+    // Staggered (the default) lets nothing younger than 30 s go, and no head ever.
+    try await hub.prune(records: (old + young).map(\.record.id))
+    func named() async throws -> [[[UInt8]]] { try await allRecords(hub).map(\.blobs) }
+    #expect(try await named() == [[], [], [old[2].blob], [young[0].blob], [young[1].blob]])
+    #expect(try await !hub.hasBlob(hash: old[0].blob))
+    await #expect(throws: HubError.self) { try await hub.setRetention("keep forever") }
+    try await hub.setRetention("keep 0")
+    try await hub.prune(records: young.map(\.record.id))
+    #expect(try await named() == [[], [], [old[2].blob], [], [young[1].blob]])
+    #expect(try await !hub.hasBlob(hash: young[0].blob))
+    // Rows go only through docsync.prune_records.
+    #expect(throws: (any Error).self) {
+      try runPsql(url: url, sql: "DELETE FROM docsync.records")
+    }
+    #expect(try await allRecords(hub).count == 5)
   }
 
   /// Whatever SQL a role of account X sends, account Y's rows stay invisible and untouched.
@@ -463,7 +492,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 3\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 4\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

@@ -221,4 +221,16 @@ final class UnplugableHub: Hub {
     try check()
     return try await inner.wantedBlobs()
   }
+  func retention() async throws(HubError) -> String? {
+    try check()
+    return try await inner.retention()
+  }
+  func setRetention(_ serialized: String) async throws(HubError) {
+    try check()
+    try await inner.setRetention(serialized)
+  }
+  func prune(records ids: [[UInt8]]) async throws(HubError) {
+    try check()
+    try await inner.prune(records: ids)
+  }
 }

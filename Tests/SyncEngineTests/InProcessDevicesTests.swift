@@ -164,6 +164,11 @@ final class CountingHub: Hub {
     try await inner.reportDamagedBlob(hash: hash)
   }
   func wantedBlobs() async throws(HubError) -> [[UInt8]] { try await inner.wantedBlobs() }
+  func retention() async throws(HubError) -> String? { try await inner.retention() }
+  func setRetention(_ serialized: String) async throws(HubError) {
+    try await inner.setRetention(serialized)
+  }
+  func prune(records ids: [[UInt8]]) async throws(HubError) { try await inner.prune(records: ids) }
 }
 
 @Suite("two devices in process, one SQLite hub")

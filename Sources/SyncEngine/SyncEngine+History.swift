@@ -1,0 +1,77 @@
+import Dispatch
+import DocumentModel
+import Glibc
+
+extension SyncEngine {
+  // MARK: - History, for `.history` and `docsync history`
+
+  /// The entries of `.history/<folder>/`: names that lead to documents with earlier versions,
+  /// and the earlier versions of the document at `folder` itself. O(entries), under the lock.
+  public func historyListing(_ folder: DocumentPath) -> (
+    folders: [[UInt8]], versions: [VersionRecord]
+  ) {
+    withLock {
+      (
+        history.folders(in: folder),
+        history.earlierVersions(at: folder).compactMap { known[$0] }
+      )
+    }
+  }
+
+  /// Whether `.history/<path>/` exists.
+  public func hasHistoryFolder(_ path: DocumentPath) -> Bool {
+    withLock { history.hasFolder(path) }
+  }
+
+  /// Every known version of `path` that retention has not released, oldest first by the order
+  /// of versions (their hybrid logical clock), the ids of its heads and of its earlier versions.
+  public func versionsOverTime(of path: DocumentPath) -> (
+    versions: [VersionRecord], heads: Set<VersionID>, earlier: Set<VersionID>
+  ) {
+    withLock {
+      let versions = known.ids(at: path).filter { !history.released.contains($0) }
+        .compactMap { known[$0] }.sorted {
+          ($0.modified, $0.id) < ($1.modified, $1.id)
+        }
+      return (
+        versions, Set(known.heads(at: path).map(\.id)),
+        Set(history.earlierVersions(at: path))
+      )
+    }
+  }
+
+  /// The local file that holds a version's content, fetched from the hub first when this
+  /// device does not hold it (an earlier version pulled in the same page as a later one is
+  /// never fetched by pulling). Blocks the calling thread for the fetch, with no lock held;
+  /// nil when the content cannot be had (offline, or gone from the hub).
+  public func contentPathFetching(_ record: VersionRecord, timeout: Duration = .seconds(120))
+    -> String?
+  {
+    guard let hash = record.content.blobHash else { return nil }
+    if !blobs.contains(hash) {
+      let size = record.content.size ?? 0
+      withLock {
+        download.totalFiles += 1
+        download.totalBytes = saturatingSum(download.totalBytes, size)
+      }
+      let done = DispatchSemaphore(value: 0)
+      Task { [self] in
+        do {
+          try await fetchBlob(hash)
+        } catch {
+          logger.error("cannot fetch \(record.path) from the hub for .history: \(error)")
+        }
+        withLock {
+          download.doneFiles += 1
+          download.doneBytes = saturatingSum(download.doneBytes, size)
+        }
+        done.signal()
+      }
+      let nanoseconds = timeout.components.seconds * 1_000_000_000
+      guard done.wait(timeout: .now() + .nanoseconds(Int(nanoseconds))) == .success,
+        blobs.contains(hash)
+      else { return nil }
+    }
+    return contentPath(of: record)
+  }
+}

@@ -1,0 +1,151 @@
+import DocumentModel
+import Glibc
+import Hub
+import LocalStore
+
+extension SyncEngine {
+  // MARK: - Retention and pruning
+
+  static let pruneIntervalMilliseconds: UInt64 = 86_400_000
+
+  /// The library's retention, as the hub keeps it (the default when it keeps none).
+  public func retentionPolicy() async throws(SyncError) -> RetentionPolicy {
+    let stored: String?
+    do {
+      stored = try await hub.retention()
+    } catch {
+      throw .hub(error.description)
+    }
+    return stored.flatMap(RetentionPolicy.init(serialized:)) ?? .default
+  }
+
+  /// Sets the library's retention on the hub, for every device.
+  public func setRetention(_ policy: RetentionPolicy) async throws(SyncError) {
+    do {
+      try await hub.setRetention(policy.serialized)
+    } catch {
+      throw .hub(error.description)
+    }
+  }
+
+  /// Asks the loop to prune once it has pulled everything, and waits for the outcome.
+  public func prune(timeout: Duration) async throws(SyncError) -> PruneReport {
+    let request = try withLock { () throws(SyncError) -> UInt64 in
+      // A paused mount talks to no hub, and pruning starts on the hub.
+      if paused { throw .paused }
+      pruneRequested += 1
+      return pruneRequested
+    }
+    changeLog.wake.signal()
+    let deadline = MonotonicTimer.deadline(after: timeout)
+    while MonotonicTimer.now() < deadline {
+      if let outcome = withLock({ pruneOutcome }), outcome.request >= request {
+        return try outcome.result.get()
+      }
+      await MonotonicTimer.shared.sleep(for: .milliseconds(20))
+    }
+    if let offline = withLock({ offline }) {
+      throw .timeout("cannot prune: the hub is unreachable: \(offline.reason)")
+    }
+    throw .timeout("the prune did not finish within \(timeout)")
+  }
+
+  /// Prunes when asked, or when the last prune is a day old. Called by the loop after it has
+  /// pulled everything, so that what it lets go is judged on every version the hub has given.
+  func pruneIfDue() async {
+    let (request, due) = withLock { () -> (UInt64, Bool) in
+      let asked = pruneRequested > (pruneOutcome?.request ?? 0)
+      let old = wallMilliseconds() >= saturatingSum(lastPrune, Self.pruneIntervalMilliseconds)
+      return (pruneRequested, asked || old)
+    }
+    guard due else { return }
+    let result: Result<PruneReport, SyncError>
+    do throws(SyncError) {
+      result = .success(try await pruneNow())
+    } catch {
+      logger.error("pruning failed: \(error)")
+      result = .failure(error)
+    }
+    let now = wallMilliseconds()
+    withLock {
+      pruneOutcome = (request, result)
+      lastPrune = now
+    }
+    try? persist([.setMetadata(key: "last_prune", value: Array(String(now).utf8))])
+  }
+
+  /// Lets go of the content of the earlier versions that retention releases: on the hub first
+  /// (so that no device fetches it again), then here. Their records stay, on the hub and here:
+  /// they are small, and they carry the ancestry that tells heads apart (a device that holds a
+  /// version's parent but never saw the version would take the parent for a head, and one
+  /// that rebuilt its heads from fewer records after a restart too). Never a head (the index
+  /// holds none), never a version waiting in the outbox nor one that only such versions follow,
+  /// so never content an unsynced version needs, and never content a kept version shares.
+  func pruneNow() async throws(SyncError) -> PruneReport {
+    let policy = try await retentionPolicy()
+    let now = wallMilliseconds()
+    let released = withLock { () -> [VersionRecord] in
+      // Only a version that a version on the hub follows: one followed only by versions still
+      // in the outbox is a head for every other device until they go up.
+      let waiting = Set(outbox)
+      var followed: Set<VersionID> = []
+      for record in known.records.values where !waiting.contains(record.id) {
+        followed.formUnion(record.parents)
+      }
+      var released: [VersionRecord] = []
+      for path in history.paths {
+        let earlier = history.earlierVersions(at: path).filter { followed.contains($0) }
+          .compactMap { known[$0] }
+        released += policy.released(earlier, now: now)
+      }
+      return released
+    }
+    var report = PruneReport(policy: policy.description, versions: released.count)
+    guard !released.isEmpty else {
+      try reclaimLocalSpace()
+      return report
+    }
+    do {
+      try await hub.prune(records: released.map(\.id.bytes))
+    } catch {
+      throw .hub(error.description)
+    }
+    let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
+      do throws(LocalStoreError) {
+        try store.addReleased(released.map(\.id.bytes))
+      } catch {
+        throw .local(error.description)
+      }
+      history.release(released.map(\.id), in: known)
+      var needed: Set<ContentHash> = []
+      for record in known.records.values where !history.released.contains(record.id) {
+        if let hash = record.content.blobHash { needed.insert(hash) }
+      }
+      return Set(released.compactMap(\.content.blobHash)).subtracting(needed)
+    }
+    for hash in unneeded.sorted() {
+      var info = stat()
+      guard stat(blobs.path(hash), &info) == 0 else { continue }
+      blobs.remove(hash)
+      withLock {
+        verifiedBlobs[hash] = nil
+        missingBlobs[hash] = nil
+      }
+      report.blobs += 1
+      report.bytes = saturatingSum(report.bytes, UInt64(info.st_size))
+    }
+    try reclaimLocalSpace()
+    logger.info(
+      "released \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"
+    )
+    return report
+  }
+
+  private func reclaimLocalSpace() throws(SyncError) {
+    do {
+      try store.reclaimSpace()
+    } catch {
+      throw .local(error.description)
+    }
+  }
+}
