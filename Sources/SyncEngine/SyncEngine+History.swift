@@ -57,7 +57,7 @@ extension SyncEngine {
       let done = DispatchSemaphore(value: 0)
       Task { [self] in
         do {
-          try await fetchBlob(hash)
+          _ = try await fetchBlob(hash)
         } catch {
           logger.error("cannot fetch \(record.path) from the hub for .history: \(error)")
         }
