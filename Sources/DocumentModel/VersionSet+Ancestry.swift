@@ -24,4 +24,23 @@ extension VersionSet {
     for id in common { nearest.subtract(records[id]!.parents) }
     return nearest.compactMap { records[$0] }.max { ($0.modified, $0.id) < ($1.modified, $1.id) }
   }
+
+  /// The ancestors that merging the documents in conflict in `state` reads: for each such
+  /// document, the nearest common ancestor of all its heads and of every pair of them (what
+  /// `base<ext>`, `merged<ext>` and automatic merges are made over). Retention keeps their
+  /// content while the conflict lasts.
+  public func mergeBases(in state: LibraryState) -> Set<VersionID> {
+    var bases: Set<VersionID> = []
+    for path in state.conflicts.keys {
+      let heads = heads(at: path).map(\.id)
+      guard heads.count > 1 else { continue }
+      if let base = nearestCommonAncestor(of: heads) { bases.insert(base.id) }
+      for (index, first) in heads.enumerated() {
+        for second in heads[(index + 1)...] {
+          if let base = nearestCommonAncestor(of: [first, second]) { bases.insert(base.id) }
+        }
+      }
+    }
+    return bases
+  }
 }

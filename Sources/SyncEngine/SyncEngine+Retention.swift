@@ -92,11 +92,13 @@ extension SyncEngine {
       for record in known.records.values where !waiting.contains(record.id) {
         followed.formUnion(record.parents)
       }
+      // What merging a document in conflict reads stays while the conflict lasts.
+      let bases = known.mergeBases(in: state)
       var released: [VersionRecord] = []
       for path in history.paths {
         let earlier = history.earlierVersions(at: path).filter { followed.contains($0) }
           .compactMap { known[$0] }
-        released += policy.released(earlier, now: now)
+        released += policy.released(earlier, now: now).filter { !bases.contains($0.id) }
       }
       return released
     }

@@ -570,7 +570,19 @@ struct Schedule {
       var contents: [ContentHash: [UInt8]] = [:]
       for hash in plan.neededContent { contents[hash] = devices[device].blobs[hash] }
       let outcome = plan.merge(contents: contents)
-      check(outcome != .missingContent, "device \(device) lacks content to merge \(path)")
+      // Content can be missing only where retention let it go before the conflict began
+      // (a device may meet a conflict over a base another device already pruned): the
+      // conflict then stays for the person, as it does in the engine.
+      let prunedAway = plan.neededContent.contains { hash in
+        contents[hash] == nil
+          && devices[device].set.records.values.allSatisfy {
+            $0.content.blobHash != hash || pruned.contains($0.id)
+          }
+      }
+      check(
+        outcome != .missingContent || prunedAway,
+        "device \(device) lacks content to merge \(path)")
+      if outcome == .missingContent { continue }
       guard case .merged(let bytes) = outcome else { continue }
       let hash = ContentHash(of: bytes)
       devices[device].blobs[hash] = bytes
@@ -627,10 +639,12 @@ struct Schedule {
     }
     var index = HistoryIndex(set, released: devices[device].released)
     var released: Set<VersionID> = []
+    let bases = set.mergeBases(in: devices[device].library)
     for path in index.paths {
       let earlier = index.earlierVersions(at: path).filter { followed.contains($0) }
         .compactMap { set[$0] }
-      released.formUnion(policy.released(earlier, now: now(device)).map(\.id))
+      released.formUnion(
+        policy.released(earlier, now: now(device)).map(\.id).filter { !bases.contains($0) })
     }
     guard !released.isEmpty else { return }
     let heads = Set(set.paths.flatMap { set.heads(at: $0).map(\.id) })
