@@ -101,7 +101,8 @@ static struct fuse_session *ring_session;
 static int fuse_fd = -1;
 static size_t payload_capacity;
 static int queue_count;
-static struct ring_queue *queues;
+// Published once every queue is set up; replies on libfuse's worker threads read it.
+static struct ring_queue *_Atomic queues;
 static atomic_int stopping;
 static atomic_int serving_logged;
 static atomic_int rings_state;  // 0 off, 1 serving, -errno failed
@@ -381,17 +382,19 @@ void fuse_uring_start(struct fuse_session *session, size_t payload_size) {
   // The kernel makes one queue per possible CPU (num_possible_cpus) and is ready only when
   // every one of them has an entry.
   queue_count = get_nprocs_conf();
-  queues = calloc((size_t)queue_count, sizeof *queues);
-  if (queues == NULL) {
+  struct ring_queue *all = calloc((size_t)queue_count, sizeof *all);
+  if (all == NULL) {
     log_failure("allocating queues", ENOMEM);
     release_kernel();
     return;
   }
+  atomic_store(&queues, all);
   for (int qid = 0; qid < queue_count; qid++) {
-    struct ring_queue *queue = &queues[qid];
+    struct ring_queue *queue = &all[qid];
     queue->qid = qid;
     queue->ring_fd = -1;
     queue->event_fd = eventfd(0, EFD_CLOEXEC);
+    queue->started = 0;
     for (int index = 0; index < kDepth; index++) {
       struct ring_entry *entry = &queue->entries[index];
       entry->queue = queue;
@@ -410,31 +413,33 @@ void fuse_uring_start(struct fuse_session *session, size_t payload_size) {
 }
 
 void cfuse_io_uring_stop(void) {
-  if (queues == NULL) return;
+  struct ring_queue *all = atomic_load(&queues);
+  if (all == NULL) return;
   atomic_store(&stopping, 1);
   for (int qid = 0; qid < queue_count; qid++) {
-    struct ring_queue *queue = &queues[qid];
+    struct ring_queue *queue = &all[qid];
     if (!queue->started) continue;
     uint64_t one = 1;
     if (write(queue->event_fd, &one, sizeof one) < 0) perror("docsync: waking a ring queue");
     pthread_join(queue->thread, NULL);
   }
   for (int qid = 0; qid < queue_count; qid++) {
-    struct ring_queue *queue = &queues[qid];
+    struct ring_queue *queue = &all[qid];
     if (queue->event_fd >= 0) close(queue->event_fd);
     for (int index = 0; index < kDepth; index++) free(queue->entries[index].buffer);
   }
-  free(queues);
-  queues = NULL;
+  atomic_store(&queues, NULL);
+  free(all);
 }
 
 static struct ring_entry *entry_for(uint64_t unique) {
   struct ring_entry *entry = current_entry;
   if (entry != NULL && atomic_load(&entry->unique) == unique) return entry;
-  if (queues == NULL || unique == 0) return NULL;
+  struct ring_queue *all = atomic_load(&queues);
+  if (all == NULL || unique == 0) return NULL;
   for (int qid = 0; qid < queue_count; qid++) {
     for (int index = 0; index < kDepth; index++) {
-      entry = &queues[qid].entries[index];
+      entry = &all[qid].entries[index];
       if (atomic_load(&entry->state) == kServing && atomic_load(&entry->unique) == unique)
         return entry;
     }
