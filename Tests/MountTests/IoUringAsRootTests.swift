@@ -82,6 +82,26 @@ struct IoUringAsRootTests {
     }
   }
 
+  /// Where the kernel offers the rings but this process cannot make any (io_uring switched off
+  /// by the kernel.io_uring_disabled sysctl), docsync does not ask for them: once the kernel
+  /// agreed, it would hold every request until rings that never come are registered.
+  @Test(.needs())
+  func noRingsMeansDevFuseNotAHang() throws {
+    try #require(TestEnvironment.isRoot, "enable_uring and the sysctl need root")
+    let sysctl = "/proc/sys/kernel/io_uring_disabled"
+    let before = try String(contentsOfFile: sysctl, encoding: .utf8)
+      .trimmingCharacters(in: .whitespacesAndNewlines)
+    try "2".write(toFile: sysctl, atomically: false, encoding: .utf8)
+    defer { try? before.write(toFile: sysctl, atomically: false, encoding: .utf8) }
+    try Self.withRingsEnabled {
+      try MountFixture.withMount { m throws in
+        try Data("text\n".utf8).write(to: URL(fileURLWithPath: m.path("note.md")))
+        #expect(try String(contentsOfFile: m.path("note.md"), encoding: .utf8) == "text\n")
+        #expect(try Self.requestsServedFromRings(m) == nil)
+      }
+    }
+  }
+
   /// The conformance suite through the rings, with passthrough (root).
   @Test(.needs())
   func everyCheckPassesThroughTheRings() throws {
