@@ -3,7 +3,9 @@
 
 Targets: (a) a plain folder, (b) libfuse's passthrough_ll with its fastest options
 (`-o writeback -o cache=always`, through Tools/passthrough-mount), (c) `rclone mount` of a local
-folder with `--vfs-cache-mode full`, (d) a docsync mount on its own SQLite hub.
+folder with `--vfs-cache-mode full`, (d) a docsync mount on its own SQLite hub, with every
+request on /dev/fuse, and (e) the same with FUSE over io_uring (`--io-uring`: Linux 6.14 and later;
+the column turns the fuse module's enable_uring on while it mounts and restores it).
 A target is a folder plus how to set it up, remount it (for cold reads) and tear it down; a
 workload is a function of (target, size) returning a Figure. Every mount is taken down on exit,
 also after an error or a signal.
@@ -20,6 +22,10 @@ import subprocess
 import sys
 import tarfile
 import time
+
+# Off by default; root may turn it on. The kernel reads it when a mount sends INIT and again
+# when the daemon's INIT reply asks for io_uring; a connection that has io_uring keeps it.
+URING_PARAMETER = "/sys/module/fuse/parameters/enable_uring"
 
 # Not /tmp: often tmpfs, which would flatter plain. Tools/bench gives the ordinary user's run a
 # folder of its own (--bench-root).
@@ -113,9 +119,11 @@ class DocsyncTarget(Target):
         subprocess.run(self.mount_command(), check=True)
 
     def mount_command(self):
-        # A hub of its own: the default hub is shared by every mount of the user.
+        # A hub of its own: the default hub is shared by every mount of the user. Every request
+        # on /dev/fuse, also where enable_uring is on: the io_uring column is (e).
         hub = os.path.join(self.base, "hub.sqlite")
-        return [self.binary, "mount", self.root, "--state", self.state, "--hub", hub]
+        return [self.binary, "mount", self.root, "--state", self.state, "--hub", hub,
+                "--no-io-uring"]
 
     def pid(self):
         with open(os.path.join(self.state, "docsync.pid")) as f:
@@ -135,6 +143,56 @@ class DocsyncTarget(Target):
     def teardown(self):
         if subprocess.run([self.binary, "unmount", self.root]).returncode != 0:
             unmount(self.root)
+
+
+class IoUringTarget(DocsyncTarget):
+    """docsync serving requests from io_uring queues: enable_uring is on only while it mounts
+    (when this process may write it, as root; the ordinary user's run has Tools/bench turn it
+    on around the whole run, which changes nothing for the columns that do not ask for it)."""
+
+    name = "docsync io_uring"
+    label = "(e) docsync io_uring"
+
+    def mount_command(self):
+        return DocsyncTarget.mount_command(self)[:-1]
+
+    def mount(self):
+        writable = os.access(URING_PARAMETER, os.W_OK)
+        before = read_parameter()
+        if writable:
+            write_parameter("Y")
+        try:
+            if read_parameter() != "Y":
+                raise RuntimeError(f"{URING_PARAMETER} is off and this user cannot turn it on")
+            subprocess.run(self.mount_command(), check=True)
+            # `docsync mount` returns before the kernel's INIT is answered; the first request
+            # waits for INIT and for the rings, so after it the connection has io_uring.
+            os.stat(self.root)
+            with open(os.path.join(self.state, "docsync.log")) as f:
+                if "serving requests from" not in f.read():
+                    raise RuntimeError("docsync did not serve from io_uring: see its log")
+        finally:
+            if writable:
+                write_parameter(before)
+
+    def setup(self):
+        os.makedirs(self.root, exist_ok=True)
+        os.makedirs(self.state, mode=0o700, exist_ok=True)
+        self.mount()
+
+    def remount(self):
+        subprocess.run([self.binary, "unmount", self.root], check=True)
+        self.mount()
+
+
+def read_parameter():
+    with open(URING_PARAMETER) as f:
+        return f.read().strip()
+
+
+def write_parameter(value):
+    with open(URING_PARAMETER, "w") as f:
+        f.write(value)
 
 
 class PassthroughTarget(DocsyncTarget):
@@ -357,6 +415,8 @@ def make_targets(args, folder):
         targets.append(RcloneTarget(os.path.join(folder, "rclone")))
     if args.docsync:
         targets.append(DocsyncTarget(os.path.join(folder, "docsync"), args.docsync))
+    if args.docsync and args.io_uring:
+        targets.append(IoUringTarget(os.path.join(folder, "io_uring"), args.docsync))
     return targets
 
 
@@ -386,6 +446,10 @@ def main():
     parser.add_argument("--docsync", help="path of the docsync binary")
     parser.add_argument("--passthrough", help="path of Tools/passthrough-mount (passthrough_ll)")
     parser.add_argument("--rclone", action="store_true", help="also measure `rclone mount`")
+    parser.add_argument("--io-uring", action="store_true",
+                        help="also measure docsync over FUSE io_uring (needs enable_uring; root "
+                        "turns it on for the column)")
+    parser.add_argument("--only", help="comma-separated workloads to run (default: all)")
     parser.add_argument("--results", default="bench-results")
     parser.add_argument("--quick", action="store_true", help="a smaller run")
     parser.add_argument("--rounds", type=int,
@@ -398,6 +462,10 @@ def main():
     # itself); an ordinary user's do not, and that is what a person at their desk sees.
     user = pwd.getpwuid(os.geteuid()).pw_name
     rounds = args.rounds or (1 if args.quick else 3)
+    # A workload may need an earlier one's files: stat and readdir the creates', git status the
+    # untar's, the reads the sequential write's.
+    only = set(args.only.split(",")) if args.only else None
+    workloads = [w for w in WORKLOADS if only is None or w[0] in only]
     # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
@@ -429,7 +497,7 @@ def main():
                 target.setup()
                 try:
                     row = runs.setdefault(target.name, {})
-                    for name, work, _ in WORKLOADS:
+                    for name, work, _ in workloads:
                         # A target that cannot do a workload (rclone 1.60 makes no symlinks, so
                         # tar fails on /usr/include) gets no figure for it, and the run goes on.
                         try:
@@ -468,7 +536,7 @@ def main():
           "(lower is better)")
     print(f"{'workload':<24}" + "".join(f"{n:>16}" for n in names[1:])
           + f"{'target':>10}   plain")
-    for workload, _, goal in WORKLOADS:
+    for workload, _, goal in workloads:
         base = figures["plain"][workload]
         cells = ""
         for n in names[1:]:
@@ -485,7 +553,7 @@ def main():
     if rounds > 1 and "docsync" in runs:
         # How much the weather moved: docsync against plain of the same round, round by round.
         print("\ndocsync / plain in each round")
-        for workload, _, _ in WORKLOADS:
+        for workload, _, _ in workloads:
             pairs = zip(runs["docsync"][workload], runs["plain"][workload])
             cells = ["failed" if d is None or p is None else f"{d.ratio(p):.2f}" for d, p in pairs]
             print(f"{workload:<24}" + "  ".join(f"{c:>7}" for c in cells))

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "cfuse_io.h"
 
+#include "fuse_uring.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -22,6 +24,8 @@ enum {
 static const uint32_t kInitExt = 1u << 30;           // flags: flags2 is meaningful
 static const uint32_t kWritebackCache = 1u << 16;    // flags
 static const uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37)
+static const uint32_t kIoUringFlags2 = 1u << 9;      // FUSE_OVER_IO_URING (1ULL << 41)
+static const uint32_t kMaxPages = 1u << 22;          // flags: max_pages is meaningful
 static const uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
 // What the kernel allows beside it (FOPEN_PASSTHROUGH_MASK): DIRECT_IO, NOFLUSH,
 // PARALLEL_DIRECT_WRITES. KEEP_CACHE would fail the open with EIO: there is no cache to keep.
@@ -37,6 +41,12 @@ struct backing_map {
 
 static atomic_int want_passthrough;
 static atomic_int kernel_offers;
+static atomic_int want_uring;
+static atomic_int kernel_offers_uring;
+// Set when the INIT reply asked for io_uring: the rings start once the kernel has it.
+static atomic_int uring_agreed;
+static size_t uring_payload_size;
+static struct fuse_session *installed_session;
 static atomic_ullong init_unique;
 static atomic_int active;
 // The open reply a worker thread is about to send: libfuse writes it on the same thread.
@@ -57,6 +67,7 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
       memcpy(&flags2, bytes + kInHeaderSize + 16, 4);
       atomic_store(&init_unique, unique);
       atomic_store(&kernel_offers, (flags & kInitExt) && (flags2 & kPassthroughFlags2));
+      atomic_store(&kernel_offers_uring, (flags & kInitExt) && (flags2 & kIoUringFlags2));
     }
   }
   return n;
@@ -64,19 +75,39 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
 
 static void patch_init(struct iovec *iov, int count) {
   if (count < 2 || iov[1].iov_len < kInitOutFullSize) return;
-  if (!atomic_load(&want_passthrough) || !atomic_load(&kernel_offers)) return;
   uint8_t *out = iov[1].iov_base;
-  uint32_t flags, flags2, depth = 1;
+  uint32_t flags, flags2;
   memcpy(&flags, out + 12, 4);
-  // The kernel refuses passthrough together with the writeback cache.
-  if (flags & kWritebackCache) return;
   memcpy(&flags2, out + 32, 4);
-  flags |= kInitExt;
-  flags2 |= kPassthroughFlags2;
+  // The kernel refuses passthrough together with the writeback cache.
+  if (atomic_load(&want_passthrough) && atomic_load(&kernel_offers) &&
+      !(flags & kWritebackCache)) {
+    uint32_t depth = 1;
+    flags |= kInitExt;
+    flags2 |= kPassthroughFlags2;
+    memcpy(out + 36, &depth, 4);  // max_stack_depth: backing files on a plain file system
+    atomic_store(&active, 1);
+  }
+  // Once the kernel has io_uring it holds every request until all queues are registered, so
+  // it is asked for only where this process can make the rings.
+  if (atomic_load(&want_uring) && atomic_load(&kernel_offers_uring) && fuse_uring_probe()) {
+    uint32_t max_write;
+    uint16_t max_pages = 0;
+    memcpy(&max_write, out + 20, 4);
+    if (flags & kMaxPages) memcpy(&max_pages, out + 28, 2);
+    // The kernel wants payload buffers of max(FUSE_MIN_READ_BUFFER, max_write,
+    // max_pages pages) (fuse_uring_create); 256 pages is the most it allows by default.
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t size = 256 * page;
+    if (max_write > size) size = max_write;
+    if ((size_t)max_pages * page > size) size = (size_t)max_pages * page;
+    uring_payload_size = size;
+    flags |= kInitExt;
+    flags2 |= kIoUringFlags2;
+    atomic_store(&uring_agreed, 1);
+  }
   memcpy(out + 12, &flags, 4);
   memcpy(out + 32, &flags2, 4);
-  memcpy(out + 36, &depth, 4);  // max_stack_depth: backing files on a plain file system
-  atomic_store(&active, 1);
 }
 
 // Sets FOPEN_PASSTHROUGH and the backing id in the fuse_open_out that ends the reply.
@@ -94,6 +125,7 @@ static void patch_open(struct iovec *iov, int count, int backing_id) {
 
 static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata) {
   (void)userdata;
+  int init_reply = 0;
   if (count >= 1 && iov[0].iov_len == kOutHeaderSize) {
     const uint8_t *header = iov[0].iov_base;
     int32_t error;
@@ -104,19 +136,39 @@ static ssize_t hook_writev(int fd, struct iovec *iov, int count, void *userdata)
       patch_open(iov, count, reply_backing_id);
     } else if (error == 0 && unique == atomic_load(&init_unique)) {
       patch_init(iov, count);
+      init_reply = 1;
     }
+    // A reply to a request that came on a ring goes back in its ring entry.
+    ssize_t written = fuse_uring_reply(unique, iov, count);
+    if (written >= 0) return written;
   }
-  return writev(fd, iov, count);
+  ssize_t written = writev(fd, iov, count);
+  // The kernel has taken the INIT reply once writev returns (fuse_dev_do_write ends the
+  // request synchronously), so registering now finds the connection initialised.
+  if (init_reply && written > 0 && atomic_exchange(&uring_agreed, 0)) {
+    fuse_uring_start(installed_session, uring_payload_size);
+  }
+  return written;
 }
 
 static ssize_t hook_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
                            unsigned int flags, void *userdata) {
   (void)userdata;
+  // libfuse splices a read reply from a pipe; one for a ring request is read out of the pipe
+  // into the ring entry instead.
+  ssize_t taken = fuse_uring_reply_from_pipe(fdin, len);
+  if (taken > 0) return taken;
+  if (taken < 0) {
+    errno = (int)-taken;
+    return -1;
+  }
   return splice(fdin, offin, fdout, offout, len, flags);
 }
 
-int cfuse_io_install(struct fuse_session *session, int want) {
+int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring) {
   atomic_store(&want_passthrough, want ? 1 : 0);
+  atomic_store(&want_uring, want_io_uring ? 1 : 0);
+  installed_session = session;
   struct fuse_custom_io io = {
       .writev = hook_writev,
       // No splice_receive: every request, INIT among them, then arrives through hook_read.

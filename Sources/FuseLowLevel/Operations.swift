@@ -42,6 +42,10 @@ func wantedCapabilities(capable: UInt32, want: UInt32, writebackCache: Bool) -> 
   // promises concurrency. (libfuse 3.14's --debug INIT line shows flags 0x4040f021 with or
   // without it on Linux 6.18, so whether it reaches the kernel here is not confirmed.)
   ask(FUSE_CAP_PARALLEL_DIROPS)
+  // The kernel keeps a symlink's target in its page cache instead of asking READLINK on every
+  // resolution. A target never changes under an inode: sync replaces a changed symlink with
+  // a new node (DocumentFileSystem+Sync), and rename keeps the target.
+  ask(FUSE_CAP_CACHE_SYMLINKS)
   if writebackCache { ask(FUSE_CAP_WRITEBACK_CACHE) } else { refuse(FUSE_CAP_WRITEBACK_CACHE) }
   // libfuse asks for atomic O_TRUNC by default, which would make open() responsible for
   // truncating; without it the kernel strips O_TRUNC and sends setattr(size: 0) instead

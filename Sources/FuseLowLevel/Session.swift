@@ -139,7 +139,7 @@ public final class Session: Sendable {
       // Only a process with CAP_SYS_ADMIN may register backing files; asking for passthrough
       // otherwise would only make every open fall back.
       let passthrough = options.passthrough && geteuid() == 0
-      _ = cfuse_io_install(native.pointer, passthrough ? 1 : 0)
+      _ = cfuse_io_install(native.pointer, passthrough ? 1 : 0, options.ioUring ? 1 : 0)
     }
   }
 
@@ -163,6 +163,9 @@ public final class Session: Sendable {
     fuse_loop_cfg_set_max_threads(configuration, options.maxThreads)
     let result = fuse_session_loop_mt(native.pointer, configuration)
     fuse_loop_cfg_destroy(configuration)
+    // The ring threads hand requests to the session too: they stop with the loop, before the
+    // session can be destroyed.
+    cfuse_io_uring_stop()
 
     if ownsSignals { signalLoopThread.store(0, ordering: .sequentiallyConsistent) }
     let exitRequested = state.withLock { state in
@@ -179,6 +182,14 @@ public final class Session: Sendable {
     if result > 0 { return .signal(result) }
     return exitRequested ? .exitRequested : .unmounted
   }
+
+  /// How many requests came from FUSE over io_uring rather than /dev/fuse (one process-wide
+  /// count: a process serves one session).
+  public var ioUringRequests: UInt64 { cfuse_io_uring_requests() }
+
+  /// How many io_uring queues served requests: one per possible CPU, or 0 when requests came
+  /// only through /dev/fuse.
+  public var ioUringQueues: Int { cfuse_io_uring_state() > 0 ? Int(cfuse_io_uring_queues()) : 0 }
 
   /// Ends `run()` soon, from any thread; the mount stays until `unmount()`.
   public func requestExit() {

@@ -18,6 +18,10 @@ public struct SessionOptions: Sendable {
   /// name (FUSE passthrough, Linux 6.9 and later). It needs CAP_SYS_ADMIN; without it, or on
   /// an older kernel, reads and writes come as requests.
   public var passthrough: Bool
+  /// Serve requests from io_uring queues, one per CPU, where the kernel offers FUSE over
+  /// io_uring (Linux 6.14 and later, with the fuse module's `enable_uring` on); otherwise,
+  /// or when registering the queues fails, every request comes through /dev/fuse.
+  public var ioUring: Bool
   /// Worker threads kept waiting for requests.
   public var maxIdleThreads: UInt32
   /// The most worker threads libfuse starts.
@@ -28,7 +32,7 @@ public struct SessionOptions: Sendable {
   public init(
     mountPoint: String, fsName: String = "docsync", subtype: String = "docsync",
     allowOther: Bool = false, writebackCache: Bool = false, passthrough: Bool = true,
-    maxIdleThreads: UInt32 = 10,
+    ioUring: Bool = true, maxIdleThreads: UInt32 = 10,
     maxThreads: UInt32 = 10, debug: Bool = false
   ) {
     self.mountPoint = mountPoint
@@ -37,6 +41,7 @@ public struct SessionOptions: Sendable {
     self.allowOther = allowOther
     self.writebackCache = writebackCache
     self.passthrough = passthrough
+    self.ioUring = ioUring
     self.maxIdleThreads = maxIdleThreads
     self.maxThreads = maxThreads
     self.debug = debug

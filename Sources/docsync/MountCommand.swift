@@ -59,6 +59,13 @@ struct MountCommand: ParsableCommand {
   @Flag(help: .hidden)
   var noPassthrough = false
 
+  @Flag(
+    help: """
+      Take every FUSE request from /dev/fuse, even where the kernel offers FUSE over io_uring \
+      (the fuse module's enable_uring).
+      """)
+  var noIoUring = false
+
   func validate() throws {
     // Other devices refuse records whose device name breaks these bounds (RecordCheck).
     if let device,
@@ -298,7 +305,7 @@ struct MountCommand: ParsableCommand {
         fileSystem: mount,
         options: SessionOptions(
           mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther,
-          passthrough: !noPassthrough, debug: fuseDebug))
+          passthrough: !noPassthrough, ioUring: !noIoUring, debug: fuseDebug))
       try session.mount()
       try session.installSignalHandlers()
     } catch {
@@ -323,6 +330,11 @@ struct MountCommand: ParsableCommand {
     } catch {
       writeText("docsync: \(error)\n", to: 2)
       end = .unmounted
+    }
+    if session.ioUringQueues > 0 {
+      writeText(
+        "docsync: FUSE over io_uring served \(session.ioUringRequests) requests on "
+          + "\(session.ioUringQueues) queues\n", to: 2)
     }
     waitFor { await engine.stop() }
     fileSystem.invalidations.close()
@@ -377,6 +389,7 @@ struct MountCommand: ParsableCommand {
     if fuseDebug { arguments.append("--fuse-debug") }
     if noPassthrough { arguments.append("--no-passthrough") }
     if noNotify { arguments.append("--no-notify") }
+    if noIoUring { arguments.append("--no-io-uring") }
     if let hub { arguments += ["--hub", hub] }
     if let device { arguments += ["--device", device] }
     arguments += ["--log-level", logLevel.rawValue]

@@ -239,6 +239,7 @@ struct SessionOptionsTests {
     #expect(want & UInt32(FUSE_CAP_SPLICE_WRITE) != 0)
     #expect(want & UInt32(FUSE_CAP_READDIRPLUS_AUTO) != 0)
     #expect(want & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0)
+    #expect(want & UInt32(FUSE_CAP_CACHE_SYMLINKS) != 0)
     #expect(want & UInt32(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS) == 0)
     let writeback = wantedCapabilities(capable: everything, want: 0, writebackCache: true)
     #expect(writeback & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0)

@@ -26,7 +26,10 @@ struct ConformanceThroughMountTests {
   }
 
   /// Only what needs root's privileges (device nodes, chown) is left out for an ordinary user.
-  static func everyCheckPasses(options: [String]) throws {
+  /// `afterwards` runs on the fixture once every check ran, still mounted.
+  static func everyCheckPasses(
+    options: [String], afterwards: (MountFixture) throws -> Void = { _ in }
+  ) throws {
     try MountFixture.withMount(options: options) { m throws in
       // The mount is nodev (libfuse's default for FUSE), so device nodes can be made but not
       // opened; making them is all the check does, so the capability stays.
@@ -49,10 +52,14 @@ struct ConformanceThroughMountTests {
         }
       }
       #expect(failures.isEmpty, "\(failures.count) of \(checks.count) checks failed")
+      try afterwards(m)
     }
   }
 
-  static func fsxKeepsEveryByte(options: [String]) throws {
+  /// `afterwards` runs on the fixture once fsx is done, still mounted.
+  static func fsxKeepsEveryByte(
+    options: [String], afterwards: (MountFixture) throws -> Void = { _ in }
+  ) throws {
     try MountFixture.withMount(options: options) { m throws in
       let subject = PosixSubject(root: m.mountPoint)
       #expect(subject.capabilities.contains(.mmap))
@@ -63,6 +70,7 @@ struct ConformanceThroughMountTests {
           subject: subject, path: folder + "/file", seed: seed, operations: 3_000,
           maxFileSize: 256 * 1024)
       }
+      try afterwards(m)
     }
   }
 }

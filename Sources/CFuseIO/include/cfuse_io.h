@@ -11,9 +11,9 @@
 // libfuse 3.14 predates it, so these hooks sit between libfuse and /dev/fuse: they ask for it
 // in the INIT reply and mark the open replies that carry a backing file.
 
-/// Installs the hooks on a mounted session; `want` says whether to ask for passthrough.
-/// Returns 0, or a negative errno.
-int cfuse_io_install(struct fuse_session *session, int want);
+/// Installs the hooks on a mounted session; `want` says whether to ask for passthrough,
+/// `want_io_uring` whether to ask for FUSE over io_uring. Returns 0, or a negative errno.
+int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring);
 
 /// Whether the kernel accepted passthrough in INIT (known once the first request is served).
 int cfuse_io_passthrough_active(void);
@@ -28,5 +28,24 @@ int cfuse_io_backing_close(struct fuse_session *session, int backing_id);
 int cfuse_io_reply_open(fuse_req_t req, const struct fuse_file_info *fi, int backing_id);
 int cfuse_io_reply_create(fuse_req_t req, const struct fuse_entry_param *entry,
                           const struct fuse_file_info *fi, int backing_id);
+
+// FUSE over io_uring (Linux 6.14 and later, with the fuse module's enable_uring on): after
+// INIT, one thread per possible CPU registers ring entries on /dev/fuse and serves the
+// requests the kernel puts in them through libfuse's own request handling; forgets,
+// interrupts and notifications stay on /dev/fuse.
+
+/// 1 once a request was served from a ring, 0 before (or when not asked for), -errno when
+/// registering failed and requests stayed on /dev/fuse.
+int cfuse_io_uring_state(void);
+
+/// How many requests the rings have served.
+uint64_t cfuse_io_uring_requests(void);
+
+/// How many queues (one per possible CPU) the rings have; 0 when they never started.
+int cfuse_io_uring_queues(void);
+
+/// Stops the queue threads: call once the session loop returned, before the session is
+/// destroyed.
+void cfuse_io_uring_stop(void);
 
 #endif

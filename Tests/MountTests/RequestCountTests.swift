@@ -1,0 +1,41 @@
+import Foundation
+import MountHarness
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// How many requests everyday steps cost, counted in libfuse's request log (`--fuse-debug`):
+/// each request is 50-70 µs here, and README's table lists the counts.
+@Suite("Requests per operation", .docsyncOnly)
+struct RequestCountTests {
+  /// How many requests with `opcode` the log shows after its first `skipping` lines.
+  static func count(_ opcode: String, in m: MountFixture, after skipping: Int = 0) throws -> Int {
+    let log = try String(contentsOfFile: "\(m.state)/docsync.log", encoding: .utf8)
+    return log.split(separator: "\n").dropFirst(skipping)
+      .filter { $0.contains("opcode: \(opcode) ") }.count
+  }
+
+  static func lineCount(_ m: MountFixture) throws -> Int {
+    try String(contentsOfFile: "\(m.state)/docsync.log", encoding: .utf8)
+      .split(separator: "\n").count
+  }
+
+  /// The kernel keeps a symlink's target (FUSE_CACHE_SYMLINKS): following a link five times
+  /// and reading it five times asks the daemon once, where it asked ten times.
+  @Test(.needs())
+  func aSymlinkIsReadOnce() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      try Data("x\n".utf8).write(to: URL(fileURLWithPath: m.path("target.md")))
+      #expect(symlink("target.md", m.path("link.md")) == 0)
+      let before = try Self.lineCount(m)
+      var buffer = [CChar](repeating: 0, count: 64)
+      for _ in 0..<5 {
+        #expect(try String(contentsOfFile: m.path("link.md"), encoding: .utf8) == "x\n")
+        #expect(readlink(m.path("link.md"), &buffer, buffer.count) == 9)
+      }
+      #expect(try Self.count("READLINK", in: m, after: before) == 1, "\(m.logTail())")
+    }
+  }
+}
