@@ -22,43 +22,20 @@ final class HistoryTree: @unchecked Sendable {
 
   /// History inode numbers start here, above those of `.versions` (which start at 2^56).
   static let firstInode: UInt64 = 1 << 57
-  private var mutex = pthread_mutex_t()
-  private var inodes: [Key: UInt64] = [.folder(.root): DocumentFileSystem.historyInode]
-  private var keys: [UInt64: Key] = [DocumentFileSystem.historyInode: .folder(.root)]
-  private var records: [UInt64: VersionRecord] = [:]
-  private var next = firstInode
-
-  init() { pthread_mutex_init(&mutex, nil) }
+  private let table = VirtualInodes<Key>(
+    root: DocumentFileSystem.historyInode, rootKey: .folder(.root), first: firstInode)
 
   /// Whether an inode belongs to `.history`.
   static func owns(_ inode: UInt64) -> Bool {
     inode == DocumentFileSystem.historyInode || inode >= firstInode
   }
 
-  func withLock<T>(_ body: () -> T) -> T {
-    pthread_mutex_lock(&mutex)
-    defer { pthread_mutex_unlock(&mutex) }
-    return body()
-  }
-
   func inode(for key: Key, record: VersionRecord? = nil) -> UInt64 {
-    withLock {
-      let inode: UInt64
-      if let known = inodes[key] {
-        inode = known
-      } else {
-        inode = next
-        next += 1
-        inodes[key] = inode
-        keys[inode] = key
-      }
-      if let record { records[inode] = record }
-      return inode
-    }
+    table.inode(for: key, record: record)
   }
 
-  func key(_ inode: UInt64) -> Key? { withLock { keys[inode] } }
-  func record(_ inode: UInt64) -> VersionRecord? { withLock { records[inode] } }
+  func key(_ inode: UInt64) -> Key? { table.key(inode) }
+  func record(_ inode: UInt64) -> VersionRecord? { table.record(inode) }
 }
 
 extension DocumentFileSystem {

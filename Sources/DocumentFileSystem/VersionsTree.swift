@@ -21,16 +21,14 @@ final class VersionsTree: @unchecked Sendable {
   /// Virtual inode numbers start here, far above any real one.
   static let firstInode: UInt64 = 1 << 56
   private var mutex = pthread_mutex_t()
-  private var inodes: [Key: UInt64] = [.folder(.root): DocumentFileSystem.versionsInode]
-  private var keys: [UInt64: Key] = [DocumentFileSystem.versionsInode: .folder(.root)]
-  private var records: [UInt64: VersionRecord] = [:]
+  private let table = VirtualInodes<Key>(
+    root: DocumentFileSystem.versionsInode, rootKey: .folder(.root), first: firstInode)
   private var views: [DocumentPath: MergeViews] = [:]
   /// When each cached document's conflict was seen gone (monotonic milliseconds).
   private var resolvedAt: [DocumentPath: UInt64] = [:]
   /// The modes of the real files and folders that `.versions` entries stand for, as last seen
   /// outside the tree lock: attributes are also asked for under it, where the tree cannot be.
   private var modes: [DocumentPath: UInt32] = [:]
-  private var next = firstInode
 
   init() { pthread_mutex_init(&mutex, nil) }
 
@@ -41,24 +39,12 @@ final class VersionsTree: @unchecked Sendable {
   }
 
   func inode(for key: Key, record: VersionRecord? = nil) -> UInt64 {
-    withLock {
-      let inode: UInt64
-      if let known = inodes[key] {
-        inode = known
-      } else {
-        inode = next
-        next += 1
-        inodes[key] = inode
-        keys[inode] = key
-      }
-      if let record { records[inode] = record }
-      return inode
-    }
+    table.inode(for: key, record: record)
   }
 
-  func key(_ inode: UInt64) -> Key? { withLock { keys[inode] } }
-  func knows(_ key: Key) -> Bool { withLock { inodes[key] != nil } }
-  func record(_ inode: UInt64) -> VersionRecord? { withLock { records[inode] } }
+  func key(_ inode: UInt64) -> Key? { table.key(inode) }
+  func knows(_ key: Key) -> Bool { table.knows(key) }
+  func record(_ inode: UInt64) -> VersionRecord? { table.record(inode) }
   func cachedViews(_ path: DocumentPath) -> MergeViews? { withLock { views[path] } }
   func cache(_ made: MergeViews, for path: DocumentPath) {
     withLock {
