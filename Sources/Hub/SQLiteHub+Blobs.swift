@@ -72,21 +72,10 @@ extension SQLiteHub {
     guard let stored else { throw .missingBlob(hash) }
     var hasher = SHA256()
     var offset: Int64 = 0
-    var index = 0
-    // A stored blob is immutable, so reading it chunk by chunk in separate transactions is safe
-    // and keeps one chunk in memory at a time.
-    while true {
-      let chunkIndex = index
-      let chunk = try await read { db in
-        try Data.fetchOne(
-          db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
-          arguments: [stored.upload, chunkIndex])
-      }
-      guard let chunk else { break }
+    try await forEachChunk(of: stored.upload) { (chunk) throws(HubError) in
       hasher.update(data: chunk)
       try BlobFile.write(fileDescriptor, chunk, at: offset)
       offset += Int64(chunk.count)
-      index += 1
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
       throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
@@ -104,5 +93,25 @@ extension SQLiteHub {
   static func discard(upload: Int64, _ db: Database) throws {
     try db.execute(sql: "DELETE FROM chunks WHERE upload = ?", arguments: [upload])
     try db.execute(sql: "DELETE FROM uploads WHERE id = ?", arguments: [upload])
+  }
+
+  /// Hands the chunks of the upload `upload` to `body` in order. A stored blob is immutable, so
+  /// reading it chunk by chunk in separate transactions is safe and keeps one chunk in memory
+  /// at a time.
+  func forEachChunk(of upload: Int64, _ body: (Data) throws(HubError) -> Void)
+    async throws(HubError)
+  {
+    var index = 0
+    while true {
+      let chunkIndex = index
+      let chunk = try await read { db in
+        try Data.fetchOne(
+          db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
+          arguments: [upload, chunkIndex])
+      }
+      guard let chunk else { return }
+      try body(chunk)
+      index += 1
+    }
   }
 }

@@ -83,18 +83,9 @@ extension SQLiteHub {
   {
     var hasher = SHA256()
     var size: Int64 = 0
-    var index = 0
-    while true {
-      let chunkIndex = index
-      let chunk = try await read { db in
-        try Data.fetchOne(
-          db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
-          arguments: [stored.upload, chunkIndex])
-      }
-      guard let chunk else { break }
+    try await forEachChunk(of: stored.upload) { chunk in
       hasher.update(data: chunk)
       size += Int64(chunk.count)
-      index += 1
     }
     return size == stored.size && Array(hasher.finalize()) == hash
   }
