@@ -55,7 +55,9 @@ extension SyncEngine {
         download.totalBytes = saturatingSum(download.totalBytes, size)
       }
       let done = DispatchSemaphore(value: 0)
-      Task { [self] in
+      // On the engine's own thread: this FUSE thread waits below, and a task on the shared
+      // pool would never run while enough such waits block every thread of the pool.
+      Task(executorPreference: executor) { [self] in
         do {
           _ = try await fetchBlob(hash)
         } catch {

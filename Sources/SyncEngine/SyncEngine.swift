@@ -132,7 +132,9 @@ public final class SyncEngine: @unchecked Sendable {
   var pruneOutcome: (request: UInt64, result: Result<PruneReport, SyncError>)?
   var lastPrune: UInt64 = 0
   private var loop: Task<Void, Never>?
-  private let executor = EngineExecutor(name: "docsync-sync")
+  /// The thread the loop and the engine's other tasks run on: never the shared cooperative
+  /// pool, which FUSE threads blocked in a wait could starve.
+  let executor = EngineExecutor(name: "docsync-sync")
 
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
