@@ -335,6 +335,8 @@ public final class BackgroundProcess {
       &actions, 1, "\(folder)/stdout", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
     posix_spawn_file_actions_addopen(
       &actions, 2, "\(folder)/stderr", O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    // As in `run`: no other test's descriptors, which would keep its mount busy.
+    closeDescriptorsAboveStderr(&actions)
     let full = ["/usr/bin/env"] + (cwd.map { ["-C", $0] } ?? []) + argv
     let cArgv = full.map { strdup($0) } + [nil]
     let cEnv = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]

@@ -50,6 +50,9 @@ public func run(
   posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
   posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
   posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+  // Tests run in parallel: a descriptor another test has open in its mount at this moment must
+  // not live on in this child, or that mount stays busy for as long as the child runs.
+  closeDescriptorsAboveStderr(&actions)
 
   var attributes = posix_spawnattr_t()
   posix_spawnattr_init(&attributes)
@@ -118,3 +121,19 @@ public func check(
   guard result.status == 0, !result.timedOut else { throw RunError(description: "\(result)") }
   return result
 }
+
+/// Makes a spawned child close every descriptor above stderr (glibc 2.34's
+/// posix_spawn_file_actions_addclosefrom_np, looked up by name: Swift's Glibc module does not
+/// declare it).
+func closeDescriptorsAboveStderr(_ actions: inout posix_spawn_file_actions_t) {
+  _ = addCloseFrom?(&actions, 3)
+}
+
+private let addCloseFrom:
+  (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+    guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+    return unsafeBitCast(
+      symbol,
+      to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)
+        .self)
+  }()
