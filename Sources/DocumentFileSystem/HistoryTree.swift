@@ -84,13 +84,7 @@ extension DocumentFileSystem {
       guard let record = history.record(inode) else { throw .noSuchFileOrDirectory }
       result.st_mode = historyVersionMode(of: record.path)
       result.st_nlink = 1
-      let size = record.content.size ?? 0
-      result.st_size = Int(size)
-      result.st_blocks = Int((size + 511) / 512)
-      let time = timespecFrom(nanoseconds: Int64(record.modified.wallMilliseconds) * 1_000_000)
-      result.st_atim = time
-      result.st_mtim = time
-      result.st_ctim = time
+      setVirtualFile(&result, size: record.content.size ?? 0, modified: record.modified)
       return result
     case nil:
       throw .noSuchFileOrDirectory

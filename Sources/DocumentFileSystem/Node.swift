@@ -1,3 +1,4 @@
+import DocumentModel
 import Glibc
 import LocalStore
 
@@ -72,6 +73,17 @@ func currentTime() -> Int64 {
   var now = timespec()
   clock_gettime(CLOCK_REALTIME, &now)
   return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}
+
+/// The size, blocks and times of a virtual file (a version, a merge view) that shows `size`
+/// bytes saved at `modified`.
+func setVirtualFile(_ attributes: inout stat, size: UInt64, modified: HLCTimestamp) {
+  attributes.st_size = Int(size)
+  attributes.st_blocks = Int((size + 511) / 512)
+  let time = timespecFrom(nanoseconds: Int64(modified.wallMilliseconds) * 1_000_000)
+  attributes.st_atim = time
+  attributes.st_mtim = time
+  attributes.st_ctim = time
 }
 
 func timespecFrom(nanoseconds: Int64) -> timespec {

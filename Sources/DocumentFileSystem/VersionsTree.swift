@@ -167,29 +167,14 @@ extension DocumentFileSystem {
       else { throw .noSuchFileOrDirectory }
       result.st_mode = versionMode(of: path)
       result.st_nlink = 1
-      result.st_size = bytes.count
-      result.st_blocks = (bytes.count + 511) / 512
-      let time = timespecFrom(nanoseconds: Int64(views.modified.wallMilliseconds) * 1_000_000)
-      result.st_atim = time
-      result.st_mtim = time
-      result.st_ctim = time
+      setVirtualFile(&result, size: UInt64(bytes.count), modified: views.modified)
       return result
     case .version?:
       guard let record = versions.record(inode) else { throw .noSuchFileOrDirectory }
       // Versions are immutable: nobody may write them.
       result.st_mode = versionMode(of: record.path)
       result.st_nlink = 1
-      var size: UInt64 = 0
-      switch record.content {
-      case .file(_, let bytes, _), .symlink(_, let bytes): size = bytes
-      default: break
-      }
-      result.st_size = Int(size)
-      result.st_blocks = Int((size + 511) / 512)
-      let time = timespecFrom(nanoseconds: Int64(record.modified.wallMilliseconds) * 1_000_000)
-      result.st_atim = time
-      result.st_mtim = time
-      result.st_ctim = time
+      setVirtualFile(&result, size: record.content.size ?? 0, modified: record.modified)
       return result
     case nil:
       throw .noSuchFileOrDirectory
