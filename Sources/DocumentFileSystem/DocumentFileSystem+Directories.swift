@@ -397,8 +397,8 @@ extension DocumentFileSystem {
     lock.withLock { directoryHandles[handle] = nil }
   }
 
-  /// fsyncdir: the folder's entries are in the store's journal; make it durable.
+  /// fsyncdir: the folder's entries are in the store's queue and journal; make them durable.
   public func synchronizeDirectory(inode: UInt64) throws(Errno) {
-    store.syncJournal()
+    try flushTree()
   }
 }

@@ -147,6 +147,6 @@ extension DocumentFileSystem {
   public func synchronize(handle: UInt64, dataOnly: Bool) throws(Errno) {
     let fd = descriptor(handle: handle)
     guard (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 else { throw Errno(rawValue: errno) }
-    store.syncJournal()
+    try flushTree()
   }
 }

@@ -205,6 +205,18 @@ public final class DocumentFileSystem: @unchecked Sendable {
     }
   }
 
+  /// Commits the tree's queued changes and makes them durable against power loss: the point
+  /// where fsync and fsyncdir promise the names and attributes made before them. Called
+  /// without the tree's lock, which other requests must not wait on while the disk flushes.
+  func flushTree() throws(Errno) {
+    do {
+      try store.flush()
+    } catch {
+      throw .ioError
+    }
+    store.syncJournal()
+  }
+
   func node(_ inode: UInt64) throws(Errno) -> Node {
     guard let node = nodes[inode] else { throw .noSuchFileOrDirectory }
     return node
@@ -261,9 +273,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
     guard node.isRemoved, node.lookups == 0, node.openCount == 0, node.inode != Self.rootInode
     else { return }
     nodes[node.inode] = nil
-    if node.isRegular {
-      _ = unlinkat(store.workingFiles, workingFileName(node.inode), 0)
-    }
+    // After the commit that drops the inode: a crash before it must still find the file.
+    if node.isRegular { store.removeWorkingFile(node.inode) }
   }
 
   private func removeStrayWorkingFiles() {

@@ -5,15 +5,19 @@ import Glibc
 /// One device's durable state: the local tree in SQLite and the working files that back the mount.
 ///
 /// The store persists; it does not decide. `DocumentFileSystem` keeps the live tree in memory and
-/// sends every change here as one transaction, so a crash never leaves half an operation.
+/// sends each operation's changes here to commit together (grouped with other operations', see
+/// ``CommitQueue``), so a crash never leaves half an operation.
 public final class LocalStore: @unchecked Sendable {
   /// The state folder.
   public let directory: String
   /// An open descriptor of the working-file folder, for `openat` and friends.
   public let workingFiles: Int32
 
-  let database: DatabaseQueue
+  /// The database, reached through ``StateDatabase`` so that every write commits the tree's
+  /// queued changes first.
+  let database: StateDatabase
   private let journal: Int32
+  let commits = CommitQueue()
 
   /// Opens (creating when missing) the state in `directory`.
   public init(directory: String) throws(LocalStoreError) {
@@ -47,16 +51,25 @@ public final class LocalStore: @unchecked Sendable {
       try db.execute(sql: "PRAGMA synchronous = NORMAL")
     }
     do {
-      database = try DatabaseQueue(path: directory + "/state.sqlite", configuration: configuration)
-      try Self.migrator.migrate(database)
+      let queue = try DatabaseQueue(
+        path: directory + "/state.sqlite", configuration: configuration)
+      try Self.migrator.migrate(queue)
+      database = StateDatabase(queue: queue, commits: commits, workingFiles: fd)
     } catch {
       close(fd)
       throw .unusable(directory + "/state.sqlite", "\(error)")
     }
     journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
+    commits.startCommitting { [weak self] in
+      guard let self else { return false }
+      _ = try? self.database.write { _ in }
+      return true
+    }
   }
 
   deinit {
+    _ = try? database.write { _ in }
+    commits.stop()
     close(workingFiles)
     if journal >= 0 { close(journal) }
   }
@@ -173,57 +186,74 @@ public final class LocalStore: @unchecked Sendable {
     }
   }
 
-  /// Applies changes in one transaction: all of them or none.
+  /// Queues one operation's changes, to be committed all together or not at all, in order,
+  /// grouped with others (see ``CommitQueue``); ``flush()`` commits them now. While commits
+  /// fail (a full disk), each call first tries to commit what waits and fails as it does.
   public func apply(_ changes: [Change]) throws(LocalStoreError) {
+    if commits.failure != nil { try flush() }
+    commits.add(changes)
+  }
+
+  /// Removes an inode's working file once the changes queued so far are committed.
+  public func removeWorkingFile(_ inode: UInt64) {
+    commits.addRemoval(inode)
+  }
+
+  /// Commits every queued change now.
+  public func flush() throws(LocalStoreError) {
     do {
-      try database.write { db in
-        for change in changes {
-          switch change {
-          case .putInode(let r):
-            try db.cachedStatement(
-              sql: """
-                INSERT OR REPLACE INTO inodes (ino, mode, uid, gid, rdev, atime, mtime, ctime, target)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """
-            ).execute(arguments: [
-              Int64(r.inode), Int64(r.mode), Int64(r.uid), Int64(r.gid), Int64(bitPattern: r.rdev),
-              r.accessTime, r.modificationTime, r.changeTime, r.target.map { Data($0) },
-            ])
-          case .deleteInode(let inode):
-            try db.cachedStatement(sql: "DELETE FROM inodes WHERE ino = ?").execute(arguments: [
-              Int64(inode)
-            ])
-            try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ?").execute(arguments: [
-              Int64(inode)
-            ])
-          case .putEntry(let e):
-            try db.cachedStatement(
-              sql: "INSERT OR REPLACE INTO entries (parent, name, ino) VALUES (?, ?, ?)"
-            ).execute(arguments: [Int64(e.parent), Data(e.name), Int64(e.inode)])
-          case .deleteEntry(let parent, let name):
-            try db.cachedStatement(sql: "DELETE FROM entries WHERE parent = ? AND name = ?")
-              .execute(arguments: [Int64(parent), Data(name)])
-          case .putExtendedAttribute(let x):
-            try db.cachedStatement(
-              sql: "INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?, ?, ?)"
-            ).execute(arguments: [Int64(x.inode), Data(x.name), Data(x.value)])
-          case .deleteExtendedAttribute(let inode, let name):
-            try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ? AND name = ?")
-              .execute(arguments: [Int64(inode), Data(name)])
-          case .setNextInode(let next):
-            try db.cachedStatement(
-              sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_inode', ?)"
-            ).execute(arguments: [Int64(next)])
-          }
-        }
-      }
+      try database.write { _ in }
     } catch {
       throw .failed("\(error)")
     }
   }
 
+  /// Writes tree changes in the caller's transaction.
+  static func execute(_ changes: [Change], in db: Database) throws {
+    for change in changes {
+      switch change {
+      case .putInode(let r):
+        try db.cachedStatement(
+          sql: """
+            INSERT OR REPLACE INTO inodes (ino, mode, uid, gid, rdev, atime, mtime, ctime, target)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """
+        ).execute(arguments: [
+          Int64(r.inode), Int64(r.mode), Int64(r.uid), Int64(r.gid), Int64(bitPattern: r.rdev),
+          r.accessTime, r.modificationTime, r.changeTime, r.target.map { Data($0) },
+        ])
+      case .deleteInode(let inode):
+        try db.cachedStatement(sql: "DELETE FROM inodes WHERE ino = ?").execute(arguments: [
+          Int64(inode)
+        ])
+        try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ?").execute(arguments: [
+          Int64(inode)
+        ])
+      case .putEntry(let e):
+        try db.cachedStatement(
+          sql: "INSERT OR REPLACE INTO entries (parent, name, ino) VALUES (?, ?, ?)"
+        ).execute(arguments: [Int64(e.parent), Data(e.name), Int64(e.inode)])
+      case .deleteEntry(let parent, let name):
+        try db.cachedStatement(sql: "DELETE FROM entries WHERE parent = ? AND name = ?")
+          .execute(arguments: [Int64(parent), Data(name)])
+      case .putExtendedAttribute(let x):
+        try db.cachedStatement(
+          sql: "INSERT OR REPLACE INTO xattrs (ino, name, value) VALUES (?, ?, ?)"
+        ).execute(arguments: [Int64(x.inode), Data(x.name), Data(x.value)])
+      case .deleteExtendedAttribute(let inode, let name):
+        try db.cachedStatement(sql: "DELETE FROM xattrs WHERE ino = ? AND name = ?")
+          .execute(arguments: [Int64(inode), Data(name)])
+      case .setNextInode(let next):
+        try db.cachedStatement(
+          sql: "INSERT OR REPLACE INTO meta (key, value) VALUES ('next_inode', ?)"
+        ).execute(arguments: [Int64(next)])
+      }
+    }
+  }
+
   /// Makes every committed transaction durable against power loss, not only against a crash.
   public func syncJournal() {
+    _ = try? flush()
     if journal >= 0 {
       _ = fdatasync(journal)
     } else {

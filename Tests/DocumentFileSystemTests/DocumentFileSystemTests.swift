@@ -91,6 +91,8 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     fs.release(handle: file.handle)
     #expect(Glibc.access(workingFile, F_OK) == 0, "the kernel still holds a lookup")
     fs.forget(inode: inode, count: 1)
+    #expect(Glibc.access(workingFile, F_OK) == 0, "removed after the commit that drops the inode")
+    try fs.synchronizeDirectory(inode: root)
     #expect(Glibc.access(workingFile, F_OK) != 0)
     #expect(throws: Errno.noSuchFileOrDirectory) { try fs.attributes(inode: inode) }
   }

@@ -74,7 +74,8 @@ import Testing
     #expect(try fs.attributes(inode: applied).st_mode & 0o777 == 0o640, "mode bits stay local")
     fs.release(handle: later.handle)
     fs.release(handle: reader.handle)
-    // The old inode's working file goes with its last close.
+    // The old inode's working file goes with its last close, once that is committed.
+    try store.flush()
     #expect(faccessat(store.workingFiles, LocalStore.workingFileName(inode), F_OK, 0) != 0)
   }
 

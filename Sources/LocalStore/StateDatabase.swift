@@ -1,0 +1,66 @@
+import GRDB
+import Glibc
+
+/// The state database as the store's code reaches it: each write commits the tree's queued
+/// changes first, in its own transaction, so the database never holds a later change (a
+/// version the engine recorded) without an earlier one (the file it was made from).
+final class StateDatabase: @unchecked Sendable {
+  private let queue: DatabaseQueue
+  private let commits: CommitQueue
+  private let workingFiles: Int32
+  /// Serializes taking a batch with committing it: two writers that each took a batch could
+  /// otherwise commit them out of order, or put a failed one back behind a later one.
+  private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+
+  init(queue: DatabaseQueue, commits: CommitQueue, workingFiles: Int32) {
+    self.queue = queue
+    self.commits = commits
+    self.workingFiles = workingFiles
+    pthread_mutex_init(mutex, nil)
+  }
+
+  deinit {
+    pthread_mutex_destroy(mutex)
+    mutex.deallocate()
+  }
+
+  /// One transaction: the queued tree changes, then `body`.
+  func write<T>(_ body: (Database) throws -> T) throws -> T {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    return try commit(body)
+  }
+
+  /// Reads after committing what is queued, so a read sees every change made before it.
+  func read<T>(_ body: (Database) throws -> T) throws -> T {
+    if commits.hasPending { try write { _ in } }
+    return try queue.read(body)
+  }
+
+  /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.
+  func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    if commits.hasPending { try commit { _ in } }
+    return try queue.writeWithoutTransaction(body)
+  }
+
+  private func commit<T>(_ body: (Database) throws -> T) throws -> T {
+    let batch = commits.take()
+    let result: T
+    do {
+      result = try queue.write { db in
+        try LocalStore.execute(batch.changes, in: db)
+        return try body(db)
+      }
+    } catch {
+      commits.putBack(batch, failure: "\(error)")
+      throw error
+    }
+    commits.committed()
+    for inode in batch.removals {
+      _ = unlinkat(workingFiles, LocalStore.workingFileName(inode), 0)
+    }
+    return result
+  }
+}

@@ -1,0 +1,93 @@
+import Glibc
+import LocalStore
+import Testing
+
+/// Tree changes are queued and committed in groups (issue 17): nothing is lost, nothing is
+/// committed out of order, and a working file never goes before its inode's record does.
+@Suite struct GroupedCommitTests {
+  let folder = makeStateFolder()
+
+  func file(_ inode: UInt64) -> InodeRecord {
+    InodeRecord(
+      inode: inode, mode: 0o100644, uid: 0, gid: 0, rdev: 0, accessTime: 0, modificationTime: 0,
+      changeTime: 0, target: nil)
+  }
+
+  /// What another connection (another process, or the next mount after a crash) sees.
+  func committedInodes() throws -> Set<UInt64> {
+    Set(try LocalStore(directory: folder).load().inodes.map(\.inode))
+  }
+
+  @Test func queuedChangesCommitByThemselvesWithoutAFlush() throws {
+    let store = try LocalStore(directory: folder)
+    for inode in UInt64(10)..<UInt64(60) {
+      try store.apply([
+        .putInode(file(inode)),
+        .putEntry(EntryRecord(parent: 1, name: [UInt8](String(inode).utf8), inode: inode)),
+      ])
+    }
+    // The committing thread takes them within its window; the bound here is generous.
+    var seen: Set<UInt64> = []
+    for _ in 0..<200 {
+      seen = try committedInodes()
+      if seen.count == 50 { break }
+      usleep(10_000)
+    }
+    #expect(seen == Set(10..<60))
+    withExtendedLifetime(store) {}
+  }
+
+  @Test func aFlushCommitsEverythingQueuedBeforeIt() throws {
+    let store = try LocalStore(directory: folder)
+    try store.apply([.putInode(file(7)), .setNextInode(8)])
+    try store.flush()
+    #expect(try committedInodes() == [7])
+    #expect(try LocalStore(directory: folder).load().nextInode == 8)
+  }
+
+  @Test func theEnginesWritesCarryTheTreesQueuedChangesBeforeThem() throws {
+    let store = try LocalStore(directory: folder)
+    try store.apply([.putInode(file(9))])
+    try store.applySync([.setMetadata(key: "cursor", value: [1, 2, 3])])
+    // Committed in the engine's transaction, so nothing the engine wrote can be durable
+    // without the tree change made before it.
+    let other = try LocalStore(directory: folder)
+    #expect(Set(try other.load().inodes.map(\.inode)) == [9])
+    #expect(try other.loadSync().metadata["cursor"] == [1, 2, 3])
+    withExtendedLifetime(store) {}
+  }
+
+  @Test func aWorkingFileOutlivesTheCommitOfItsInodesRecord() throws {
+    let store = try LocalStore(directory: folder)
+    let inodes = UInt64(100)..<UInt64(300)
+    for inode in inodes {
+      let fd = openat(
+        store.workingFiles, LocalStore.workingFileName(inode), O_CREAT | O_WRONLY, 0o600)
+      #expect(fd >= 0)
+      close(fd)
+      try store.apply([.putInode(file(inode))])
+    }
+    try store.flush()
+    // Drop them one by one while another connection watches: at every moment, each inode that
+    // is still committed still has its working file.
+    for inode in inodes {
+      try store.apply([.deleteInode(inode)])
+      store.removeWorkingFile(inode)
+      if inode % 20 == 0 {
+        // Files first, then records: records are only ever dropped, so an inode committed
+        // at the later look was committed at the earlier one and must have had its file.
+        let files = Set(
+          inodes.filter {
+            faccessat(store.workingFiles, LocalStore.workingFileName($0), F_OK, 0) == 0
+          })
+        let committed = try committedInodes().intersection(inodes)
+        #expect(committed.isSubset(of: files), "inodes committed without their working file")
+      }
+    }
+    try store.flush()
+    #expect(try committedInodes().isDisjoint(with: inodes))
+    for inode in inodes {
+      #expect(faccessat(store.workingFiles, LocalStore.workingFileName(inode), F_OK, 0) != 0)
+    }
+  }
+}
