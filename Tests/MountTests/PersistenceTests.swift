@@ -63,6 +63,93 @@ struct PersistenceTests {
     }
   }
 
+  /// Grouped commits (issue 17) must not cost consistency: kill -9 the daemon at random
+  /// moments while a program creates, renames, chmods and deletes, and after each remount every
+  /// name must be readable (no entry without its inode or working file) and every file that was
+  /// fsynced, with its folder, before the kill must be there with its content.
+  @Test(.needs("python3"))
+  func killsDuringCreatesRenamesAndDeletesLeaveAConsistentTree() throws {
+    try MountFixture.withMount(programs: ["python3"]) { m throws in
+      var durable: [String: String] = [:]
+      try FileManager.default.createDirectory(
+        atPath: m.path("storm"), withIntermediateDirectories: true)
+      for round in 0..<6 {
+        let worker = try BackgroundProcess(
+          ["python3", "-c", metadataStorm, m.path("storm"), String(round)])
+        try worker.waitForOutput("started")
+        usleep(UInt32.random(in: 100_000...900_000))
+        try m.crash()
+        for _ in 0..<500 where kill(worker.pid, 0) == 0 && !worker.output.contains("stopped") {
+          usleep(10_000)
+        }
+        for line in worker.output.split(separator: "\n") where line.hasPrefix("durable ") {
+          let fields = line.split(separator: " ", maxSplits: 2)
+          durable[String(fields[1])] = String(fields[2]) + "\n"
+        }
+        #expect(worker.output.contains("durable "), "round \(round) made nothing durable")
+        try m.mount()
+        let walk = try run(["python3", "-c", walkScript, m.path("storm")])
+        #expect(walk.status == 0, "round \(round): \(walk.stdout) \(walk.stderr)")
+        for (path, content) in durable.sorted(by: { $0.key < $1.key }) {
+          let found = try? String(contentsOfFile: m.path("storm/" + path), encoding: .utf8)
+          #expect(found == content, "round \(round): \(path) was fsynced before the kill")
+        }
+      }
+    }
+  }
+
+  private let metadataStorm = """
+    import os, sys
+    root, r = sys.argv[1], sys.argv[2]
+    base = os.path.join(root, "r" + r)
+    os.mkdir(base)
+    print("started", flush=True)
+    def name(i):
+        return os.path.join(base, "d%d" % (i % 8), "f%d" % i + (".renamed" if i % 3 == 0 else ""))
+    i = 0
+    try:
+        while True:
+            folder = os.path.join(base, "d%d" % (i % 8))
+            os.makedirs(folder, exist_ok=True)
+            path = os.path.join(folder, "f%d" % i)
+            with open(path, "w") as f:
+                f.write("c%d\\n" % i)
+            if i % 3 == 0:
+                os.rename(path, path + ".renamed")
+            if i % 5 == 0 and i >= 5:
+                os.unlink(name(i - 5))
+            if i % 7 == 0:
+                os.chmod(folder, 0o750 if i % 2 else 0o755)
+            if i % 25 == 0:
+                kept = os.path.join(base, "kept%d" % i)
+                fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                os.write(fd, b"kept %d\\n" % i)
+                os.fsync(fd)
+                os.close(fd)
+                fd = os.open(base, os.O_RDONLY)
+                os.fsync(fd)
+                os.close(fd)
+                print("durable r%s/kept%d kept %d" % (r, i, i), flush=True)
+            i += 1
+    except OSError as error:
+        print("stopped", i, error, flush=True)
+    """
+
+  /// Walks a tree, reading every file and link: exits non-zero at the first name that fails.
+  private let walkScript = """
+    import os, sys
+    count = 0
+    for folder, folders, files in os.walk(sys.argv[1], onerror=lambda e: sys.exit("walk: %s" % e)):
+        for entry in folders + files:
+            path = os.path.join(folder, entry)
+            info = os.lstat(path)
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as f:
+                    f.read()
+            count += 1
+    print(count, "names read")
+    """
+
   private let fsyncScript = """
     import os, sys
     fd = os.open(sys.argv[1], os.O_RDONLY)
