@@ -21,24 +21,48 @@ extension SyncEngine {
       return forgetRequested
     }
     changeLog.wake.signal()
+    let patience = MonotonicTimer.deadline(after: Self.forgetOfflinePatience)
     let deadline = MonotonicTimer.deadline(after: timeout)
-    while MonotonicTimer.now() < deadline {
-      if let outcome = withLock({ forgetOutcomes.removeValue(forKey: request) }) {
-        return try outcome.get()
+    while true {
+      let (outcome, unreachable) = withLock {
+        (forgetOutcomes.removeValue(forKey: request), offline?.reason)
+      }
+      if let outcome { return try outcome.get() }
+      let now = MonotonicTimer.now()
+      // Offline for a while after asking (the loop has had its retries): the person learns now
+      // that nothing was forgotten, rather than when the command's hour runs out.
+      let gaveUp = unreachable != nil && now >= patience
+      if gaveUp || now >= deadline {
+        let dropped = withLock { () -> Bool in
+          if forgetRunning == request { return false }
+          let queued = forgetQueue.contains { $0.request == request }
+          forgetQueue.removeAll { $0.request == request }
+          return queued
+        }
+        // Not dropped: the loop is running it, and its outcome comes soon.
+        if dropped {
+          if let unreachable {
+            throw .timeout("cannot forget: the hub is unreachable: \(unreachable)")
+          }
+          throw .timeout("the forget did not start within \(timeout)")
+        }
       }
       await MonotonicTimer.shared.sleep(for: .milliseconds(20))
     }
-    if let offline = withLock({ offline }) {
-      throw .timeout("cannot forget: the hub is unreachable: \(offline.reason)")
-    }
-    throw .timeout("the forget did not finish within \(timeout)")
   }
+
+  /// How long a forget waits for an unreachable hub before it gives up.
+  static let forgetOfflinePatience: Duration = .seconds(15)
 
   /// Runs the forget requests. Called by the loop after it has pulled everything, so that the
   /// versions it removes are every version the hub has of the path; a version another device
   /// adds meanwhile stays, as a new document.
   func forgetIfAsked() async throws(SyncError) {
-    while let (request, path) = withLock({ forgetQueue.first }) {
+    while let (request, path) = withLock({ () -> (UInt64, DocumentPath)? in
+      forgetRunning = forgetQueue.first?.request
+      return forgetQueue.first
+    }) {
+      defer { withLock { forgetRunning = nil } }
       let result: Result<Int, SyncError>
       do throws(SyncError) {
         result = .success(try await forgetNow(path))
@@ -49,7 +73,7 @@ extension SyncEngine {
         result = .failure(error)
       }
       withLock {
-        forgetQueue.removeFirst()
+        forgetQueue.removeAll { $0.request == request }
         forgetOutcomes[request] = result
       }
     }

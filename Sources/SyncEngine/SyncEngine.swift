@@ -139,6 +139,8 @@ public final class SyncEngine: @unchecked Sendable {
   var forgetQueue: [(request: UInt64, path: DocumentPath)] = []
   var forgetOutcomes: [UInt64: Result<Int, SyncError>] = [:]
   var forgetRequested: UInt64 = 0
+  /// The request the loop is running now: its caller waits for it whatever happens.
+  var forgetRunning: UInt64?
   private var loop: Task<Void, Never>?
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.

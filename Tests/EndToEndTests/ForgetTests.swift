@@ -75,6 +75,38 @@ struct ForgetTests {
   }
 
   @Test(
+    "forget asks on a terminal, and forgets a deleted document named by its .history folder",
+    .needs("script"), .docsyncOnly)
+  func forgetAsksOnATerminal() throws {
+    try Library.with(programs: ["script"]) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("key.pem"), "first key\n")
+      try a.sync()
+      try write(a.path("key.pem"), "second key\n")
+      try library.sync(a, b)
+      try check(["rm", b.path("key.pem")])
+      try library.sync(b, a)
+      #expect(try historyNames(a, of: "key.pem").count == 2)
+      // `script` gives the command a terminal; the answer comes on it.
+      let command = [try MountFixture.docsyncBinary(), "forget", a.path(".history/key.pem")]
+        .map { "'" + $0 + "'" }.joined(separator: " ")
+      let declined = try run(
+        a.asOwner(["script", "-qec", command, "/dev/null"]), env: a.environment, stdin: "n\n")
+      #expect(declined.status == 1, "\(declined)")
+      #expect(declined.stdout.contains("every version of it, on every device"), "\(declined)")
+      #expect(declined.stdout.contains("nothing forgotten"), "\(declined)")
+      #expect(try historyNames(a, of: "key.pem").count == 2)
+      let accepted = try run(
+        a.asOwner(["script", "-qec", command, "/dev/null"]), env: a.environment, stdin: "y\n")
+      #expect(accepted.status == 0, "\(accepted)")
+      #expect(accepted.stdout.contains("forgot \(a.mountPoint)/key.pem: 3 versions"), "\(accepted)")
+      try library.sync(b)
+      for device in [a, b] { try expectGone(device, "key.pem") }
+    }
+  }
+
+  @Test(
     "a version the hub released leaves another device's .history at its next sync",
     .docsyncOnly)
   func aReleasedVersionLeavesEveryHistory() throws {
