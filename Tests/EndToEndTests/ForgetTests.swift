@@ -75,6 +75,44 @@ struct ForgetTests {
   }
 
   @Test(
+    "forget of a 100 MiB document written twice gives the hub's and both devices' space back",
+    .docsyncOnly)
+  func forgetGivesTheSpaceBack() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("small.md"), "a small document\n")
+      try library.sync(a, b)
+      let before = try spaceUsed(library, a, b)
+      for _ in 1...2 {
+        try check([
+          "sh", "-c", "head -c 104857600 /dev/urandom > \"$1\"", "sh", a.path("big.bin"),
+        ])
+        try library.sync(a, b)
+      }
+      let written = try spaceUsed(library, a, b)
+      let started = ContinuousClock.now
+      _ = try check(
+        a.asOwner([try MountFixture.docsyncBinary(), "forget", "--yes", a.path("big.bin")]),
+        env: a.environment)
+      let forgetting = ContinuousClock.now - started
+      try library.sync(b)
+      let after = try spaceUsed(library, a, b)
+      print(
+        """
+        forget measurement (KiB: hub, laptop state, desktop state):
+          before       \(before)
+          written x2   \(written)
+          forgotten    \(after)   (docsync forget took \(forgetting))
+        """)
+      for (start, end) in zip(before, after) {
+        #expect(end <= start + 5 * 1024, "before \(before), after \(after)")
+      }
+      for device in [a, b] { try expectGone(device, "big.bin") }
+    }
+  }
+
+  @Test(
     "forget asks on a terminal, and forgets a deleted document named by its .history folder",
     .needs("script"), .docsyncOnly)
   func forgetAsksOnATerminal() throws {
@@ -157,4 +195,16 @@ struct ForgetTests {
 private func hubReader() -> String {
   if case .postgres = LibraryHub.current { return "psql" }
   return "sqlite3"
+}
+
+/// `du -sk` of the hub's folder (0 for a PostgreSQL hub) and of each device's state folder.
+private func spaceUsed(_ library: Library, _ devices: Device...) throws -> [Int] {
+  let onFile = !library.hub.hasPrefix("postgres")
+  let folders =
+    (onFile ? [(library.hub as NSString).deletingLastPathComponent] : []) + devices.map(\.state)
+  return try (onFile ? [] : [0])
+    + folders.map { folder in
+      let output = try check(["du", "-sk", folder]).stdout
+      return Int(output.split(separator: "\t").first ?? "") ?? -1
+    }
 }
