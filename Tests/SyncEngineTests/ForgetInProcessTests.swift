@@ -49,6 +49,31 @@ struct ForgetInProcessTests {
     for device in [a, b, c] { await device.stop() }
   }
 
+  /// With the hub unreachable, a forget gives up with one line once the loop has had its
+  /// retries, and nothing is forgotten; once the hub is back, it works.
+  @Test func aForgetWithTheHubUnreachableSaysSoAndForgetsNothing() async throws {
+    let library = Library()
+    let hub = UnplugableHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
+    let a = try Device(folder: library.folder + "/a", hub: hub, hubDescription: "test", name: "a")
+    try a.write("secret.txt", "one\n")
+    try await a.sync()
+    hub.unplugged = true
+    let started = ContinuousClock.now
+    await #expect(throws: SyncError.self) {
+      _ = try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(3600))
+    }
+    #expect(ContinuousClock.now - started < .seconds(60))
+    #expect(try a.read("secret.txt") == "one\n")
+    hub.unplugged = false
+    #expect(try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(20)) == 1)
+    #expect((try? a.read("secret.txt")) == nil)
+    a.engine.pause()
+    await #expect(throws: SyncError.paused) {
+      _ = try await a.engine.forget(DocumentPath("plan.md"), timeout: .seconds(20))
+    }
+    await a.stop()
+  }
+
   /// A prune on one device: another stops listing what went at its next sync.
   @Test func aReleasedVersionLeavesAnotherDevicesHistory() async throws {
     let library = Library()
