@@ -110,30 +110,35 @@ extension SyncEngine {
       asked || monotonicMilliseconds() >= lastErasureLook + Self.erasureLookMilliseconds
     }
     guard due else { return }
+    // Every page first, then one pass: what is still needed is a walk of every record, done
+    // once however many pages a large prune elsewhere made.
+    var cursor = withLock { erasureCursor }
+    var forgotten: Set<VersionID> = []
+    var released: Set<VersionID> = []
     while true {
-      let cursor = withLock { erasureCursor }
       let page: ErasurePage
       do {
         page = try await hub.erasures(after: cursor, limit: 512)
       } catch {
         throw .hub(error.description)
       }
-      let ids = { (kind: Erasure.Kind) in
-        Set(
-          page.erasures.filter { $0.kind == kind }.compactMap {
-            Digest256(bytes: $0.id).map(VersionID.init)
-          })
+      if page.erasures.isEmpty { break }
+      for erasure in page.erasures {
+        guard let digest = Digest256(bytes: erasure.id) else { continue }
+        switch erasure.kind {
+        case .forgotten: forgotten.insert(VersionID(digest))
+        case .released: released.insert(VersionID(digest))
+        }
       }
-      forgetHere(ids(.forgotten))
-      _ = try release(ids(.released))
-      try withLock { () throws(SyncError) in
-        try persist([
-          .setMetadata(key: "erasure_cursor", value: Array(page.cursor.serialized.utf8))
-        ])
-        erasureCursor = page.cursor
-        lastErasureLook = monotonicMilliseconds()
-      }
-      if page.erasures.isEmpty { return }
+      cursor = page.cursor
+    }
+    forgetHere(forgotten)
+    _ = try release(released.subtracting(forgotten))
+    try withLock { () throws(SyncError) in
+      // After what it names is applied: a crash before this only applies it again.
+      try persist([.setMetadata(key: "erasure_cursor", value: Array(cursor.serialized.utf8))])
+      erasureCursor = cursor
+      lastErasureLook = monotonicMilliseconds()
     }
   }
 
