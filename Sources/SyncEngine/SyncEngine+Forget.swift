@@ -110,35 +110,41 @@ extension SyncEngine {
       asked || monotonicMilliseconds() >= lastErasureLook + Self.erasureLookMilliseconds
     }
     guard due else { return }
-    // Every page first, then one pass: what is still needed is a walk of every record, done
-    // once however many pages a large prune elsewhere made.
-    var cursor = withLock { erasureCursor }
-    var forgotten: Set<VersionID> = []
-    var released: Set<VersionID> = []
-    while true {
-      let page: ErasurePage
-      do {
-        page = try await hub.erasures(after: cursor, limit: 512)
-      } catch {
-        throw .hub(error.description)
-      }
-      if page.erasures.isEmpty { break }
-      for erasure in page.erasures {
-        guard let digest = Digest256(bytes: erasure.id) else { continue }
-        switch erasure.kind {
-        case .forgotten: forgotten.insert(VersionID(digest))
-        case .released: released.insert(VersionID(digest))
+    // Many pages, then one pass: what is still needed is a walk of every record, done once
+    // per 64 pages (32,768 erasures, bounded memory) however many a large prune elsewhere made.
+    var more = true
+    while more {
+      var cursor = withLock { erasureCursor }
+      var forgotten: Set<VersionID> = []
+      var released: Set<VersionID> = []
+      more = false
+      for _ in 0..<64 {
+        let page: ErasurePage
+        do {
+          page = try await hub.erasures(after: cursor, limit: 512)
+        } catch {
+          throw .hub(error.description)
         }
+        if page.erasures.isEmpty { break }
+        for erasure in page.erasures {
+          guard let digest = Digest256(bytes: erasure.id) else { continue }
+          switch erasure.kind {
+          case .forgotten: forgotten.insert(VersionID(digest))
+          case .released: released.insert(VersionID(digest))
+          }
+        }
+        cursor = page.cursor
+        more = true
       }
-      cursor = page.cursor
-    }
-    forgetHere(forgotten)
-    _ = try release(released.subtracting(forgotten))
-    try withLock { () throws(SyncError) in
-      // After what it names is applied: a crash before this only applies it again.
-      try persist([.setMetadata(key: "erasure_cursor", value: Array(cursor.serialized.utf8))])
-      erasureCursor = cursor
-      lastErasureLook = monotonicMilliseconds()
+      if !forgotten.isEmpty { forgetHere(forgotten) }
+      if !released.isEmpty { _ = try release(released.subtracting(forgotten)) }
+      try withLock { () throws(SyncError) in
+        lastErasureLook = monotonicMilliseconds()
+        guard cursor != erasureCursor else { return }
+        // After what it names is applied: a crash before this only applies it again.
+        try persist([.setMetadata(key: "erasure_cursor", value: Array(cursor.serialized.utf8))])
+        erasureCursor = cursor
+      }
     }
   }
 
