@@ -65,6 +65,7 @@ let package = Package(
         .embedInCode("Migrations/v0002_least_privilege.sql"),
         .embedInCode("Migrations/v0003_blob_repair.sql"),
         .embedInCode("Migrations/v0004_retention.sql"),
+        .embedInCode("Migrations/v0005_erasures_and_forget.sql"),
       ],
       swiftSettings: strict
     ),

@@ -137,3 +137,40 @@ public struct PathState: Hashable, Sendable {
     heads.dropFirst().filter { $0.kind == .file || $0.kind == .symlink }
   }
 }
+
+extension VersionSet {
+  /// Drops records for good (`docsync forget`); returns the paths whose heads may have changed.
+  /// A record left behind that names a dropped one as its parent becomes a head of its own,
+  /// as a record whose parent has not arrived is. O(records): forgetting is rare.
+  @discardableResult
+  public mutating func remove(_ ids: Set<VersionID>) -> Set<DocumentPath> {
+    var touched: Set<DocumentPath> = []
+    var unsure: Set<VersionID> = []
+    for id in ids {
+      guard let record = records.removeValue(forKey: id) else { continue }
+      touched.insert(record.path)
+      unsure.insert(id)
+      unsure.formUnion(record.parents)
+      idsByPath[record.path]?.removeAll { $0 == id }
+      removeHead(id, at: record.path)
+      if idsByPath[record.path]?.isEmpty == true {
+        idsByPath[record.path] = nil
+        headsByPath[record.path] = nil
+      }
+    }
+    guard !unsure.isEmpty else { return touched }
+    // Which of the ids the dropped records named does a remaining record still name?
+    var stillNamed: Set<VersionID> = []
+    for record in records.values {
+      for parent in record.parents where unsure.contains(parent) { stillNamed.insert(parent) }
+    }
+    for id in unsure where !stillNamed.contains(id) {
+      referenced.remove(id)
+      if let record = records[id], !(headsByPath[record.path] ?? []).contains(id) {
+        headsByPath[record.path, default: []].append(id)
+        touched.insert(record.path)
+      }
+    }
+    return touched
+  }
+}

@@ -61,8 +61,20 @@ public protocol Hub: Sendable {
   /// Lets go of the content of the records with these ids, which retention released: the
   /// records stop naming their blobs, and the blobs that no record names any more go. The
   /// records themselves stay (they are small, and they carry the ancestry devices need to tell
-  /// heads apart), so paging is not disturbed. Unknown ids are skipped.
+  /// heads apart), so paging is not disturbed. Unknown ids are skipped. Each record released
+  /// is listed in ``erasures(after:limit:)``, so that every device stops showing it.
   func prune(records ids: [[UInt8]]) async throws(HubError)
+
+  /// Removes the records with these ids for good (`docsync forget`), and the blobs that no
+  /// record names any more; lists each one removed in ``erasures(after:limit:)``, by id only,
+  /// so that every device drops it too. Unknown ids are skipped. Paging records is not
+  /// disturbed: a cursor past a removed record stays valid.
+  func forget(records ids: [[UInt8]]) async throws(HubError)
+
+  /// Up to `limit` erasures (released content, forgotten records) after `cursor`, in the order
+  /// they happened, and the cursor to continue from. Paging from ``HubCursor/start`` sees every
+  /// erasure exactly once, as ``records(after:limit:)`` sees records.
+  func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage
 }
 
 /// One opaque version record as a hub stores it.

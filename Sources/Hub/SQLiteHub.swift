@@ -60,6 +60,14 @@ public final class SQLiteHub: Hub {
     var configuration = Configuration()
     configuration.label = "docsync.hub"
     configuration.busyMode = .timeout(Self.busyTimeout)
+    configuration.prepareDatabase { db in
+      // Only a file with no table yet takes this (before WAL mode writes its header): a new hub
+      // gives pruned space back by incremental vacuum from the start, never by a full VACUUM,
+      // which would hold every mount's writes for as long as it copies the whole hub.
+      if !db.configuration.readonly {
+        try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+      }
+    }
     do {
       pool = try DatabasePool(path: absolute, configuration: configuration)
       try Self.checkApplication(pool, path: absolute)
@@ -193,6 +201,19 @@ public final class SQLiteHub: Hub {
       // One row per library-wide setting; `retention` holds RetentionPolicy.serialized.
       try db.execute(
         sql: "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID")
+    }
+    migrator.registerMigration("v3 erasures") { db in
+      // What devices must drop: records whose content retention released (forgotten = 0) and
+      // records `docsync forget` removed (forgotten = 1), by id only. seq is the cursor, in
+      // commit order for the same reason as records' (see SQLiteHub+Records).
+      try db.execute(
+        sql: """
+          CREATE TABLE erasures (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            id BLOB NOT NULL,
+            forgotten INTEGER NOT NULL
+          )
+          """)
     }
     return migrator
   }

@@ -27,21 +27,37 @@ extension LocalStore {
     }
   }
 
-  /// Gives the database's free pages back to the file system: an incremental vacuum once the
-  /// file is in that mode; the first time, one VACUUM converts it (a state folder made before
-  /// retention has auto_vacuum off). The state database holds records and the tree, not
-  /// content, so that one VACUUM is short; the write-ahead log is truncated after it.
+  /// Gives the database's free pages back to the file system by an incremental vacuum, and
+  /// truncates the write-ahead log. A state database made before retention has auto_vacuum
+  /// off and keeps its free pages for reuse until ``convertToIncrementalVacuum()``: a full
+  /// VACUUM here would hold the database, and with it the file system's requests that record
+  /// something, for as long as it copies the whole file.
   public func reclaimSpace() throws(LocalStoreError) {
     do {
       try database.writeWithoutTransaction { db in
         let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
         if mode == 2 {
           try db.execute(sql: "PRAGMA incremental_vacuum")
-        } else {
-          try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
-          try db.execute(sql: "VACUUM")
         }
         _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Puts a state database made before retention in incremental vacuum mode, with the one full
+  /// VACUUM that takes; true when it did. Called when nobody waits on the database: as a mount
+  /// stops, after its file system has been unmounted.
+  public func convertToIncrementalVacuum() throws(LocalStoreError) -> Bool {
+    do {
+      return try database.writeWithoutTransaction { db in
+        let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
+        if mode == 2 { return false }
+        try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
+        try db.execute(sql: "VACUUM")
+        _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        return true
       }
     } catch {
       throw .failed("\(error)")

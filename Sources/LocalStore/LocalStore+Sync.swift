@@ -37,6 +37,9 @@ public struct SyncSnapshot: Sendable {
 /// One change to the sync engine's durable state.
 public enum SyncChange: Sendable {
   case addVersion(id: [UInt8], payload: [UInt8])
+  /// Drops a version for good (`docsync forget`): its record, its place in the outbox, and its
+  /// mark as released.
+  case removeVersion(id: [UInt8])
   case enqueue(id: [UInt8])
   case dequeue(id: [UInt8])
   case show(ShownRecord)
@@ -92,6 +95,11 @@ extension LocalStore {
             try db.cachedStatement(
               sql: "INSERT OR IGNORE INTO versions (id, payload) VALUES (?, ?)"
             ).execute(arguments: [Data(id), Data(payload)])
+          case .removeVersion(let id):
+            for table in ["versions", "outbox", "released"] {
+              try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(
+                arguments: [Data(id)])
+            }
           case .enqueue(let id):
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox (id) VALUES (?)")
               .execute(arguments: [Data(id)])

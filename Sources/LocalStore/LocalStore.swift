@@ -47,6 +47,9 @@ public final class LocalStore: @unchecked Sendable {
       // a remote change takes a file's name, and the records before they go to the hub.
       // What the tree records may lag after a power cut; the start settles that from the
       // files themselves (a file that went back to an older version is not a local edit).
+      // Before WAL mode writes the header: only a new, empty file takes it, and then gives
+      // pruned space back by incremental vacuum from the start (see `reclaimSpace`).
+      try db.execute(sql: "PRAGMA auto_vacuum = INCREMENTAL")
       try db.execute(sql: "PRAGMA journal_mode = WAL")
       try db.execute(sql: "PRAGMA synchronous = NORMAL")
     }

@@ -13,6 +13,7 @@ enum Migrations {
     (2, "v0002_least_privilege", PackageResources.v0002_least_privilege_sql),
     (3, "v0003_blob_repair", PackageResources.v0003_blob_repair_sql),
     (4, "v0004_retention", PackageResources.v0004_retention_sql),
+    (5, "v0005_erasures_and_forget", PackageResources.v0005_erasures_and_forget_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.

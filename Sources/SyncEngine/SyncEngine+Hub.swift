@@ -28,6 +28,8 @@ extension SyncEngine {
       do throws(SyncError) {
         try await push()
         while try await pull() {}
+        try await forgetIfAsked()
+        try await learnErasures(now: forced)
         try await serveWantedBlobs()
         try await fetchMissingBlobs()
         try await autoMerge()

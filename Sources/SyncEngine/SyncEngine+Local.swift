@@ -403,7 +403,7 @@ extension SyncEngine {
     }
   }
 
-  private func matches(_ local: LocalEntry?, _ record: ShownRecord?, _ version: VersionRecord)
+  func matches(_ local: LocalEntry?, _ record: ShownRecord?, _ version: VersionRecord)
     -> Bool
   {
     switch (local, version.kind) {

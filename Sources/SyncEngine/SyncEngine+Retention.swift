@@ -112,30 +112,9 @@ extension SyncEngine {
     } catch {
       throw .hub(error.description)
     }
-    let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
-      do throws(LocalStoreError) {
-        try store.addReleased(released.map(\.id.bytes))
-      } catch {
-        throw .local(error.description)
-      }
-      history.release(released.map(\.id), in: known)
-      var needed: Set<ContentHash> = []
-      for record in known.records.values where !history.released.contains(record.id) {
-        if let hash = record.content.blobHash { needed.insert(hash) }
-      }
-      return Set(released.compactMap(\.content.blobHash)).subtracting(needed)
-    }
-    for hash in unneeded.sorted() {
-      var info = stat()
-      guard stat(blobs.path(hash), &info) == 0 else { continue }
-      blobs.remove(hash)
-      withLock {
-        verifiedBlobs[hash] = nil
-        missingBlobs[hash] = nil
-      }
-      report.blobs += 1
-      report.bytes = saturatingSum(report.bytes, UInt64(info.st_size))
-    }
+    let removed = try release(Set(released.map(\.id)))
+    report.blobs = removed.blobs
+    report.bytes = removed.bytes
     try reclaimLocalSpace()
     logger.info(
       "released \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"

@@ -131,6 +131,16 @@ public final class SyncEngine: @unchecked Sendable {
   var pruneRequested: UInt64 = 0
   var pruneOutcome: (request: UInt64, result: Result<PruneReport, SyncError>)?
   var lastPrune: UInt64 = 0
+  /// Where this device is in the hub's list of erasures, and when it last looked (monotonic
+  /// milliseconds).
+  var erasureCursor: HubCursor
+  var lastErasureLook: UInt64 = 0
+  /// `docsync forget` requests waiting for the loop, and the outcomes it has not handed back.
+  var forgetQueue: [(request: UInt64, path: DocumentPath)] = []
+  var forgetOutcomes: [UInt64: Result<Int, SyncError>] = [:]
+  var forgetRequested: UInt64 = 0
+  /// The request the loop is running now: its caller waits for it whatever happens.
+  var forgetRunning: UInt64?
   private var loop: Task<Void, Never>?
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.
@@ -166,6 +176,9 @@ public final class SyncEngine: @unchecked Sendable {
     author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
     cursor = HubCursor(
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
+    erasureCursor = HubCursor(
+      serialized: snapshot.metadata["erasure_cursor"].map { String(decoding: $0, as: UTF8.self) }
+        ?? "")
     var records: [VersionRecord] = []
     records.reserveCapacity(snapshot.versions.count)
     let now = wallMilliseconds()

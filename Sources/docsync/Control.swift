@@ -148,6 +148,19 @@ enum Control {
         }
       }
       reply(client, outcome)
+    case "forget":
+      guard words.count == 2, let bytes = hexBytes(words[1]) else {
+        return reply(client, "error malformed forget request")
+      }
+      let path = DocumentPath(components: bytes.split(separator: UInt8(ascii: "/")).map(Array.init))
+      let outcome = waitFor { () async -> String in
+        do throws(SyncError) {
+          return "ok\n\(try await engine.forget(path, timeout: .seconds(3600)))"
+        } catch {
+          return "error " + error.description
+        }
+      }
+      reply(client, outcome)
     default:
       reply(client, "error unknown request")
     }

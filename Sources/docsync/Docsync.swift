@@ -8,7 +8,7 @@ struct Docsync: ParsableCommand {
     subcommands: [
       MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self,
       VersionsCommand.self, EventsCommand.self, HistoryCommand.self, RetentionCommand.self,
-      PruneCommand.self, PauseCommand.self, ResumeCommand.self,
+      PruneCommand.self, ForgetCommand.self, PauseCommand.self, ResumeCommand.self,
       HubCommand.self,
     ]
   )

@@ -340,6 +340,15 @@ struct MountCommand: ParsableCommand {
     fileSystem.invalidations.close()
     fileSystem.shutdown()
     if end != .unmounted { session.unmount() }
+    // Nobody waits on the state database now: a state folder made before retention gets its
+    // one full VACUUM here, never on the mount's path (see LocalStore.reclaimSpace).
+    do {
+      if try store.convertToIncrementalVacuum() {
+        writeText("docsync: the state database now gives pruned space back by itself\n", to: 2)
+      }
+    } catch {
+      writeText("docsync: cannot convert the state database for pruning: \(error)\n", to: 2)
+    }
     unlink(folder + "/" + Control.socketName)
     unlink(pidFile)
   }

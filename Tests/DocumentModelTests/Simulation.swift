@@ -31,6 +31,9 @@ struct SimDevice {
   var blobs: [ContentHash: [UInt8]] = [:]
   /// Versions whose content this device let go by retention.
   var released: Set<VersionID> = []
+  /// Versions another device forgot that this device has not yet dropped: it learns of them at
+  /// a later sync round, as the engine reads the hub's erasures.
+  var erasures: Set<VersionID> = []
   var online = true
   var inbox: [Message] = []
   var outbox: [Message] = []
@@ -47,6 +50,10 @@ struct Schedule {
   var resolutions: Set<VersionID> = []
   /// Versions whose content retention let go somewhere (on the hub and on that device).
   var pruned: Set<VersionID> = []
+  /// Versions `docsync forget` removed (from the hub at once, from each device later).
+  var forgotten: Set<VersionID> = []
+  /// Hashes of content only forgotten versions had when they were forgotten.
+  var forgottenContent: Set<ContentHash> = []
   var refused = 0
   /// Which documents merge by themselves (`.docsyncattributes`): none in some schedules.
   var attributes = MergeAttributes.none
@@ -103,12 +110,17 @@ struct Schedule {
         autoMerge(device)
       } else if roll < 67 {
         prune(device)
+      } else if roll < 69 {
+        forget(device)
       } else {
         flush()
         deliver(limit: 1 + rng.below(4))
       }
     }
-    for index in devices.indices { devices[index].online = true }
+    for index in devices.indices {
+      devices[index].online = true
+      learnErasures(index)
+    }
     // Merges made from some of the heads meet other merges: each round merges those again,
     // and the same heads make the same record on every device, so the rounds end.
     var rounds = 0
@@ -143,6 +155,8 @@ struct Schedule {
       }
       guard !ready.isEmpty else { return }
       let device = rng.pick(ready)
+      // A device reads the hub's erasures at some sync rounds, not all.
+      if rng.chance(30) { learnErasures(device) }
       let index = rng.pick(deliverable(to: device))
       let message = devices[device].inbox[index]
       if rng.chance(6) {
@@ -663,6 +677,51 @@ struct Schedule {
     }
   }
 
+  // MARK: forget
+
+  /// `docsync forget` on an online device: every version of one path it knows goes from the
+  /// hub at once (nobody receives it again) and from that device; the others drop them when
+  /// they next read the hub's erasures. What the device did not know (an edit still in
+  /// another device's outbox) stays.
+  mutating func forget(_ device: Int) {
+    guard devices[device].online else { return }
+    let set = devices[device].set
+    let paths = set.paths.filter { !set.ids(at: $0).isEmpty }.sorted()
+    guard !paths.isEmpty else { return }
+    let ids = Set(set.ids(at: rng.pick(paths)))
+    forgotten.formUnion(ids)
+    for other in devices.indices {
+      devices[other].inbox.removeAll { ids.contains($0.id) }
+      if other != device { devices[other].erasures.formUnion(ids) }
+    }
+    devices[device].outbox.removeAll { ids.contains($0.id) }
+    drop(ids, at: device)
+  }
+
+  mutating func learnErasures(_ device: Int) {
+    guard devices[device].online, !devices[device].erasures.isEmpty else { return }
+    let ids = devices[device].erasures
+    devices[device].erasures = []
+    drop(ids, at: device)
+  }
+
+  /// Drops versions from a device, and the content no remaining version needs.
+  mutating func drop(_ ids: Set<VersionID>, at device: Int) {
+    let hashes = Set(ids.compactMap { devices[device].set[$0]?.content.blobHash })
+    let touched = devices[device].set.remove(ids)
+    devices[device].library.update(from: devices[device].set, touched: touched)
+    let needed = Set(
+      devices[device].set.records.values.filter { !pruned.contains($0.id) }.compactMap(
+        \.content.blobHash))
+    let unneeded = hashes.subtracting(needed)
+    forgottenContent.formUnion(unneeded)
+    devices[device].blobs = devices[device].blobs.filter { !unneeded.contains($0.key) }
+  }
+
+  func set(_ device: SimDevice) -> Dictionary<VersionID, VersionRecord>.Values {
+    device.set.records.values
+  }
+
   // MARK: invariants after everyone has seen everything
 
   mutating func checkConverged() {
@@ -678,10 +737,28 @@ struct Schedule {
       check(
         device.library.versionsListing == full.versionsListing,
         "device \(index) lists other versions")
+      // Forgotten versions are gone everywhere, and what removing them left equals a set built
+      // from the remaining records.
+      check(
+        forgotten.isDisjoint(with: device.set.records.keys),
+        "device \(index) still has a forgotten version")
+      let rebuilt = VersionSet(device.set.records.values)
+      for path in Set(rebuilt.paths).union(device.set.paths) {
+        check(
+          rebuilt.heads(at: path) == device.set.heads(at: path),
+          "device \(index) has other heads at \(path) than its records make")
+      }
+    }
+    // Content that only forgotten versions had is on no device.
+    let stillNamed = Set(set(reference).compactMap(\.content.blobHash))
+    for hash in forgottenContent.subtracting(stillNamed) {
+      for (index, device) in devices.enumerated() {
+        check(device.blobs[hash] == nil, "device \(index) keeps forgotten content \(hash)")
+      }
     }
     let set = reference.set
     // 3. Nothing written is lost: every version made anywhere is known, with its content.
-    for id in created {
+    for id in created where !forgotten.contains(id) {
       guard let record = set[id] else {
         check(false, "version \(id.shortHex) was lost")
         continue
@@ -757,6 +834,7 @@ struct Schedule {
     var versions = 0
     var merges = 0
     var pruned = 0
+    var forgotten = 0
     for seed in seeds {
       var schedule = Schedule(seed: seed)
       if let failure = schedule.run() {
@@ -770,6 +848,7 @@ struct Schedule {
       versions += schedule.created.count
       merges += schedule.merges
       pruned += schedule.pruned.count
+      forgotten += schedule.forgotten.count
     }
     #expect(versions > 0)
     if seeds.count > 1 { #expect(merges > 0, "no schedule merged automatically") }
@@ -780,6 +859,7 @@ struct Schedule {
         refusedProblems == Schedule.everyOfferedProblem,
         "bad fields never refused: \(Schedule.everyOfferedProblem.subtracting(refusedProblems))")
       #expect(pruned > 0, "retention let nothing go")
+      #expect(forgotten > 0, "nothing was forgotten")
     }
   }
 }

@@ -39,6 +39,7 @@ enum HubConformance {
     ("a replacement must hash to its key", badReplacementRefused),
     ("a lost blob that a record names is wanted", lostBlobIsWanted),
     ("retention is kept, and pruning removes records and the blobs only they named", pruning),
+    ("forgetting removes records and their blobs; erasures list what went", forgetting),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -331,6 +332,46 @@ extension HubConformance {
     #expect(try await allRecords(hub, after: cursor).isEmpty)
     try await hub.prune(records: history.dropLast().map(\.record.id))
     #expect(try await allRecords(hub) == stripped)
+  }
+}
+
+extension HubConformance {
+  static func forgetting(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    let history = try await versionChain(hub, ["one", "two", "three"])
+    let shared = try await putBlob(hub, Array("shared".utf8))
+    let other = makeRecord("another document", blobs: [shared, history[2].blob])
+    try await hub.append(history.map(\.record) + [other])
+    #expect(try await hub.erasures(after: .start, limit: 10).erasures.isEmpty)
+    let cursor = try await endCursor(hub)
+    try await hub.prune(records: [history[0].record.id])
+    let pruned = try await hub.erasures(after: .start, limit: 10)
+    #expect(pruned.erasures == [Erasure(id: history[0].record.id, kind: .released)])
+    // Forgetting the document: its records go, and the blobs only they named; a blob another
+    // record names stays. Unknown ids are skipped.
+    let unknown = HubHash.sha256(Array("never appended".utf8))
+    try await hub.forget(records: history.map(\.record.id) + [unknown])
+    #expect(try await allRecords(hub) == [other])
+    #expect(try await !hub.hasBlob(hash: history[1].blob))
+    #expect(try await hub.hasBlob(hash: history[2].blob))
+    #expect(try await hub.hasBlob(hash: shared))
+    // A cursor taken before pages on; the erasures page in order, each once, from any handle.
+    #expect(try await allRecords(hub, after: cursor).isEmpty)
+    var seen: [Erasure] = []
+    var erasureCursor = pruned.cursor
+    while true {
+      let page = try await fixture.openAnother().erasures(after: erasureCursor, limit: 2)
+      if page.erasures.isEmpty { break }
+      seen += page.erasures
+      erasureCursor = page.cursor
+    }
+    #expect(seen == history.map { Erasure(id: $0.record.id, kind: .forgotten) })
+    // Forgetting again lists nothing more; appending a forgotten record again is a new record.
+    try await hub.forget(records: history.map(\.record.id))
+    #expect(try await hub.erasures(after: erasureCursor, limit: 10).erasures.isEmpty)
+    try await hub.append([history[2].record])
+    #expect(try await allRecords(hub) == [other, history[2].record])
   }
 }
 

@@ -130,6 +130,66 @@ struct PostgresHubTests {
     #expect(try await allRecords(hub).count == 5)
   }
 
+  /// A device forgets only within its own account (schema step 5): docsync.forget_records
+  /// given another account's ids deletes nothing there, erasures are read only through
+  /// docsync.erasures_after and only the caller's, and no device writes them by hand.
+  @Test func forgettingReachesOnlyTheCallersAccount() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let xDevice = PostgresTestCluster.uniqueName("x")
+    let xURL = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
+      password: "x-pw")
+    let yURL = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("y"),
+      device: PostgresTestCluster.uniqueName("y"), password: "y-pw")
+    let yHub = try PostgresHub(location: yURL)
+    let yBlob = try await putBlob(yHub, Array("y's secret".utf8))
+    let yRecord = makeRecord("y's record", blobs: [yBlob])
+    try await yHub.append([yRecord])
+    let xHub = try PostgresHub(location: xURL)
+    let xBlob = try await putBlob(xHub, Array("x's own".utf8))
+    let xRecord = makeRecord("x's record", blobs: [xBlob])
+    try await xHub.append([xRecord])
+    // X aims its forget at Y's record and blob too: only its own go.
+    try await xHub.forget(records: [yRecord.id, xRecord.id])
+    #expect(try await allRecords(xHub).isEmpty)
+    #expect(try await !xHub.hasBlob(hash: xBlob))
+    #expect(try await allRecords(yHub) == [yRecord])
+    #expect(try await fetchBlob(yHub, yBlob) == Array("y's secret".utf8))
+    #expect(
+      try await xHub.erasures(after: .start, limit: 10).erasures == [
+        Erasure(id: xRecord.id, kind: .forgotten)
+      ])
+    #expect(try await yHub.erasures(after: .start, limit: 10).erasures.isEmpty)
+    try await PostgresTestCluster.withConnection(
+      user: xDevice, password: "x-pw", database: database
+    ) { x in
+      let refused = [
+        "SELECT * FROM docsync.erasures",
+        "INSERT INTO docsync.erasures (account, id, forgotten) VALUES (docsync.current_account(), '\\x01', true)",
+        "UPDATE docsync.erasures SET forgotten = false",
+        "DELETE FROM docsync.erasures",
+        "DELETE FROM docsync.records",
+        "DELETE FROM docsync.record_parents",
+      ]
+      for sql in refused {
+        do {
+          try await x.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestCluster.logger)
+          Issue.record("accepted: \(sql)")
+        } catch let error as PSQLError {
+          let state = error.serverInfo?[.sqlState] ?? "none"
+          #expect(state == "42501", "\(sql): \(String(reflecting: error))")
+        }
+      }
+      // Y's erasures stay invisible through the function as well.
+      let rows = try await x.query(
+        "SELECT count(*) FROM docsync.erasures_after(0, 1000)",
+        logger: PostgresTestCluster.logger)
+      for try await count in rows.decode(Int.self) { #expect(count == 1) }
+    }
+    #expect(try await allRecords(yHub) == [yRecord])
+  }
+
   /// Whatever SQL a role of account X sends, account Y's rows stay invisible and untouched.
   @Test func anotherAccountIsInvisibleAndUnwritable() async throws {
     let database = try await PostgresTestCluster.createDatabase()
@@ -492,7 +552,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 4\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 5\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

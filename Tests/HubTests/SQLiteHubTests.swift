@@ -59,6 +59,19 @@ struct SQLiteHubConformanceTests {
   }
 }
 
+@Suite("SQLiteHub space")
+struct SQLiteHubSpaceTests {
+  /// A new hub gives pruned space back by incremental vacuum from its creation: no mount ever
+  /// needs a full VACUUM of it.
+  @Test func aNewHubIsInIncrementalVacuumMode() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    try await hub.append([makeRecord("a")])
+    let mode = try await hub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") }
+    #expect(mode == 2)
+  }
+}
+
 @Suite("SQLiteHub change watching")
 struct SQLiteHubWatchTests {
   /// The wake-up comes from the database's files changing, not from the once-a-second look that

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import LocalStore
 import Testing
@@ -76,5 +77,30 @@ func makeStateFolder() -> String {
     } throws: { error in
       "\(error)".contains(file)
     }
+  }
+}
+
+/// Pruned space comes back without a full VACUUM on the mount's path: a new state database is
+/// incremental from its creation; an old one is converted only when asked, as a mount stops.
+@Suite struct StateSpaceTests {
+  @Test func aNewStateDatabaseNeedsNoConversion() throws {
+    let store = try LocalStore(directory: makeStateFolder())
+    try store.reclaimSpace()
+    #expect(try !store.convertToIncrementalVacuum())
+  }
+
+  @Test func anOldStateDatabaseIsConvertedOnlyWhenAsked() throws {
+    let folder = makeStateFolder()
+    // A state database as an earlier docsync made it: auto_vacuum off, a table in it.
+    let sqlite = Process()
+    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    sqlite.arguments = [folder + "/state.sqlite", "CREATE TABLE earlier (x)"]
+    try sqlite.run()
+    sqlite.waitUntilExit()
+    #expect(sqlite.terminationStatus == 0)
+    let store = try LocalStore(directory: folder)
+    try store.reclaimSpace()
+    #expect(try store.convertToIncrementalVacuum())
+    #expect(try !store.convertToIncrementalVacuum())
   }
 }

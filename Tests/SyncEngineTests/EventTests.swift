@@ -233,4 +233,12 @@ final class UnplugableHub: Hub {
     try check()
     try await inner.prune(records: ids)
   }
+  func forget(records ids: [[UInt8]]) async throws(HubError) {
+    try check()
+    try await inner.forget(records: ids)
+  }
+  func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {
+    try check()
+    return try await inner.erasures(after: cursor, limit: limit)
+  }
 }

@@ -169,6 +169,13 @@ final class CountingHub: Hub {
     try await inner.setRetention(serialized)
   }
   func prune(records ids: [[UInt8]]) async throws(HubError) { try await inner.prune(records: ids) }
+  func forget(records ids: [[UInt8]]) async throws(HubError) {
+    try await inner.forget(records: ids)
+  }
+  func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {
+    counter.withLock { $0 += 1 }
+    return try await inner.erasures(after: cursor, limit: limit)
+  }
 }
 
 @Suite("two devices in process, one SQLite hub")

@@ -1,0 +1,256 @@
+import DocumentModel
+import Glibc
+import Hub
+import LocalStore
+
+extension SyncEngine {
+  // MARK: - Forgetting a document, and learning what the hub let go of
+
+  /// How often the loop asks the hub for erasures when nobody asked for a sync (milliseconds):
+  /// a forget or a prune elsewhere adds no record, so nothing else would wake this device.
+  static let erasureLookMilliseconds: UInt64 = 5000
+
+  /// Asks the loop to forget the document at `path` everywhere (`docsync forget`), and waits
+  /// for the outcome: how many versions went.
+  public func forget(_ path: DocumentPath, timeout: Duration) async throws(SyncError) -> Int {
+    let request = try withLock { () throws(SyncError) -> UInt64 in
+      // A paused mount talks to no hub, and forgetting starts on the hub.
+      if paused { throw .paused }
+      forgetRequested += 1
+      forgetQueue.append((forgetRequested, path))
+      return forgetRequested
+    }
+    changeLog.wake.signal()
+    let patience = MonotonicTimer.deadline(after: Self.forgetOfflinePatience)
+    let deadline = MonotonicTimer.deadline(after: timeout)
+    while true {
+      let (outcome, unreachable) = withLock {
+        (forgetOutcomes.removeValue(forKey: request), offline?.reason)
+      }
+      if let outcome { return try outcome.get() }
+      let now = MonotonicTimer.now()
+      // Offline for a while after asking (the loop has had its retries): the person learns now
+      // that nothing was forgotten, rather than when the command's hour runs out.
+      let gaveUp = unreachable != nil && now >= patience
+      if gaveUp || now >= deadline {
+        let dropped = withLock { () -> Bool in
+          if forgetRunning == request { return false }
+          let queued = forgetQueue.contains { $0.request == request }
+          forgetQueue.removeAll { $0.request == request }
+          return queued
+        }
+        // Not dropped: the loop is running it, and its outcome comes soon.
+        if dropped {
+          if let unreachable {
+            throw .timeout("cannot forget: the hub is unreachable: \(unreachable)")
+          }
+          throw .timeout("the forget did not start within \(timeout)")
+        }
+      }
+      await MonotonicTimer.shared.sleep(for: .milliseconds(20))
+    }
+  }
+
+  /// How long a forget waits for an unreachable hub before it gives up.
+  static let forgetOfflinePatience: Duration = .seconds(15)
+
+  /// Runs the forget requests. Called by the loop after it has pulled everything, so that the
+  /// versions it removes are every version the hub has of the path; a version another device
+  /// adds meanwhile stays, as a new document.
+  func forgetIfAsked() async throws(SyncError) {
+    while let (request, path) = withLock({ () -> (UInt64, DocumentPath)? in
+      forgetRunning = forgetQueue.first?.request
+      return forgetQueue.first
+    }) {
+      defer { withLock { forgetRunning = nil } }
+      let result: Result<Int, SyncError>
+      do throws(SyncError) {
+        result = .success(try await forgetNow(path))
+      } catch .hub(let reason) {
+        // Offline: the request stays queued for the next round.
+        throw .hub(reason)
+      } catch {
+        result = .failure(error)
+      }
+      withLock {
+        forgetQueue.removeAll { $0.request == request }
+        forgetOutcomes[request] = result
+      }
+    }
+  }
+
+  /// Removes every version of `path` from the hub, then here.
+  private func forgetNow(_ path: DocumentPath) async throws(SyncError) -> Int {
+    let ids = try withLock { () throws(SyncError) -> [VersionID] in
+      if case .directory? = state.entries[path] {
+        throw .local("\(path) is a folder: forget the documents in it one by one")
+      }
+      let ids = known.ids(at: path)
+      guard ids.contains(where: { known[$0]?.kind != .directory }) else {
+        throw .local("\(path) is not a synced document and has no history")
+      }
+      return ids
+    }
+    do {
+      try await hub.forget(records: ids.map(\.bytes))
+    } catch {
+      throw .hub(error.description)
+    }
+    // Versions of this device that never reached the hub go too: the hub skipped them.
+    forgetHere(Set(ids))
+    logger.info("forgot \(path): \(ids.count) version(s), here and on the hub")
+    return ids.count
+  }
+
+  /// Pages through the hub's erasures: content that retention released elsewhere stops being
+  /// listed in `.history` here, and records forgotten elsewhere go here too. At each requested
+  /// sync, and every few seconds otherwise.
+  func learnErasures(now asked: Bool) async throws(SyncError) {
+    let due = withLock {
+      asked || monotonicMilliseconds() >= lastErasureLook + Self.erasureLookMilliseconds
+    }
+    guard due else { return }
+    // Many pages, then one pass: what is still needed is a walk of every record, done once
+    // per 64 pages (32,768 erasures, bounded memory) however many a large prune elsewhere made.
+    var more = true
+    while more {
+      var cursor = withLock { erasureCursor }
+      var forgotten: Set<VersionID> = []
+      var released: Set<VersionID> = []
+      more = false
+      for _ in 0..<64 {
+        let page: ErasurePage
+        do {
+          page = try await hub.erasures(after: cursor, limit: 512)
+        } catch {
+          throw .hub(error.description)
+        }
+        if page.erasures.isEmpty { break }
+        for erasure in page.erasures {
+          guard let digest = Digest256(bytes: erasure.id) else { continue }
+          switch erasure.kind {
+          case .forgotten: forgotten.insert(VersionID(digest))
+          case .released: released.insert(VersionID(digest))
+          }
+        }
+        cursor = page.cursor
+        more = true
+      }
+      if !forgotten.isEmpty { forgetHere(forgotten) }
+      if !released.isEmpty { _ = try release(released.subtracting(forgotten)) }
+      try withLock { () throws(SyncError) in
+        lastErasureLook = monotonicMilliseconds()
+        guard cursor != erasureCursor else { return }
+        // After what it names is applied: a crash before this only applies it again.
+        try persist([.setMetadata(key: "erasure_cursor", value: Array(cursor.serialized.utf8))])
+        erasureCursor = cursor
+      }
+    }
+  }
+
+  /// Takes versions whose content retention let go out of `.history`, and deletes the blobs no
+  /// other version needs; returns how many blobs and bytes went.
+  func release(_ ids: Set<VersionID>) throws(SyncError) -> (blobs: Int, bytes: UInt64) {
+    guard !ids.isEmpty else { return (0, 0) }
+    let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
+      let fresh = ids.subtracting(history.released)
+      guard !fresh.isEmpty else { return [] }
+      do throws(LocalStoreError) {
+        try store.addReleased(fresh.map(\.bytes))
+      } catch {
+        throw .local(error.description)
+      }
+      history.release(fresh, in: known)
+      let hashes = Set(fresh.compactMap { known[$0]?.content.blobHash })
+      return hashes.subtracting(neededHashes())
+    }
+    return removeBlobs(unneeded)
+  }
+
+  /// Drops versions here for good: their records, their place in the outbox, and what they
+  /// showed, in `.versions` and `.history` and as working files, and the blobs no remaining
+  /// version needs. A version of this device that follows a dropped one stays, a head of its
+  /// own (a new document, or a conflict at worst); a working file changed since it was shown
+  /// stays too, and is recorded as a new document.
+  func forgetHere(_ ids: Set<VersionID>) {
+    let unneeded = withLock { () -> Set<ContentHash> in
+      let gone = ids.compactMap { known[$0] }
+      guard !gone.isEmpty else { return [] }
+      let goneIDs = Set(gone.map(\.id))
+      var shownGone: [DocumentPath: VersionRecord] = [:]
+      for path in Set(gone.map(\.path)) {
+        if let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+          goneIDs.contains(version.id)
+        {
+          shownGone[path] = version
+        }
+      }
+      do {
+        try persist(goneIDs.map { .removeVersion(id: $0.bytes) })
+      } catch {
+        logger.error("cannot forget versions here: \(error)")
+        return []
+      }
+      outbox.removeAll { goneIDs.contains($0) }
+      stalled.subtract(goneIDs)
+      let touched = known.remove(goneIDs)
+      updateState(touched: touched)
+      for (path, version) in shownGone {
+        mergedViews[path] = nil
+        guard state.entries[path] == nil else { continue }
+        dropWorkingFile(path, showing: version)
+      }
+      reconcile(touched)
+      tree?.conflictsChanged(at: touched)
+      return Set(gone.compactMap(\.content.blobHash)).subtracting(neededHashes())
+    }
+    _ = removeBlobs(unneeded)
+  }
+
+  /// The working file at `path` showed a version that is gone and nothing replaces it: it goes
+  /// when it still holds what was shown; else it is this device's own work and is recorded as
+  /// a new document. Called with the lock held.
+  private func dropWorkingFile(_ path: DocumentPath, showing version: VersionRecord) {
+    guard let tree else { return }
+    let local = tree.entry(at: path)
+    let unchanged =
+      matches(local, shown[path], version) && !changeLog.peekPaths().contains(path)
+      && !tree.hasOpenWriter(at: path)
+    if unchanged, local != nil, case .applied = tree.apply(.remove(path: path), expected: local) {
+      // Removed.
+    } else if local != nil {
+      changeLog.note(.create(path))
+    }
+    shown[path] = nil
+    try? persist([.unshow(path: path.bytes)])
+    deferred.remove(path)
+    pendingApplies[path] = nil
+  }
+
+  /// The hashes of content that some version still shown or listed needs. O(records); called
+  /// with the lock held.
+  func neededHashes() -> Set<ContentHash> {
+    var needed: Set<ContentHash> = []
+    for record in known.records.values where !history.released.contains(record.id) {
+      if let hash = record.content.blobHash { needed.insert(hash) }
+    }
+    return needed
+  }
+
+  /// Deletes these blobs here; returns how many there were and their bytes.
+  func removeBlobs(_ hashes: Set<ContentHash>) -> (blobs: Int, bytes: UInt64) {
+    var removed = (blobs: 0, bytes: UInt64(0))
+    for hash in hashes.sorted() {
+      var info = stat()
+      guard stat(blobs.path(hash), &info) == 0 else { continue }
+      blobs.remove(hash)
+      withLock {
+        verifiedBlobs[hash] = nil
+        missingBlobs[hash] = nil
+      }
+      removed.blobs += 1
+      removed.bytes = saturatingSum(removed.bytes, UInt64(info.st_size))
+    }
+    return removed
+  }
+}
