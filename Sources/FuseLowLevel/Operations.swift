@@ -183,9 +183,11 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
   }
   ops.write = { req, inode, data, size, offset, info in
     let request = Request(req!)
+    var context = request.context
+    context.clearsSetID = cfuse_io_write_kills_suidgid() != 0
     let result = request.fileSystem.write(
       inode: inode, handle: handle(info), data: UnsafeRawBufferPointer(start: data, count: size),
-      offset: Int64(offset), context: request.context)
+      offset: Int64(offset), context: context)
     request.reply(written: result)
   }
   ops.flush = { req, inode, info in

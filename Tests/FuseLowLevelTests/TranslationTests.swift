@@ -96,6 +96,15 @@ struct AttributeChangesTests {
     #expect(changes.accessTime == nil && changes.modificationTime == nil)
   }
 
+  /// libfuse 3.14 passes the kernel's FATTR_KILL_SUIDGID on as FUSE_SET_ATTR_KILL_SUID.
+  @Test func theKernelsKillSuidGidAsksToClearSetID() {
+    let valid = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_KILL_SUID
+    #expect(attributeChanges(valid: valid, attributes: attributes(), handle: nil).clearSetID)
+    #expect(
+      !attributeChanges(valid: FUSE_SET_ATTR_SIZE, attributes: attributes(), handle: nil)
+        .clearSetID)
+  }
+
   @Test func explicitTimes() {
     let changes = attributeChanges(
       valid: FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME, attributes: attributes(), handle: nil)
