@@ -124,7 +124,9 @@ extension DocumentFileSystem {
   /// a local disk does (under FUSE_HANDLE_KILLPRIV_V2 the kernel leaves it to the file system).
   /// Almost every file has none, and then nothing is stored. Returns whether the mode changed.
   public func clearSetID(handle: UInt64) throws(Errno) -> Bool {
-    try lock.withLock { () throws(Errno) -> Bool in
+    // Every write of an ordinary user asks this: without a set-ID file, it takes no lock.
+    guard Node.setIDSeen.load(ordering: .sequentiallyConsistent) else { return false }
+    return try lock.withLock { () throws(Errno) -> Bool in
       guard let (inode, _) = openFiles[handle], let node = nodes[inode] else { return false }
       let cleared = Self.clearingSetID(node.mode)
       guard cleared != node.mode else { return false }
