@@ -56,4 +56,18 @@ struct RequestCountTests {
       #expect(try Self.count("GETXATTR", in: m, after: before) <= 1, "\(m.logTail())")
     }
   }
+
+  /// What a file's writes put in the kernel's page cache serves its next reads: the kernel no
+  /// longer drops a file's pages when the daemon's mtime differs from the one it stamped
+  /// itself (AUTO_INVAL_DATA refused), which made the first read after a write read it all.
+  @Test(.needs())
+  func aFileJustWrittenIsReadFromTheCache() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      let content = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+      try content.write(to: URL(fileURLWithPath: m.path("written.bin")))
+      let before = try Self.lineCount(m)
+      #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("written.bin"))) == content)
+      #expect(try Self.count("READ", in: m, after: before) == 0, "\(m.logTail())")
+    }
+  }
 }
