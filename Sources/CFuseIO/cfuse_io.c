@@ -15,6 +15,7 @@
 
 // The kernel ABI parts that libfuse 3.14's headers do not have (include/uapi/linux/fuse.h).
 enum {
+  kOpcodeWrite = 16,
   kOpcodeInit = 26,
   kInHeaderSize = 40,
   kOutHeaderSize = 16,
@@ -26,6 +27,8 @@ static const uint32_t kWritebackCache = 1u << 16;    // flags
 static const uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37)
 static const uint32_t kIoUringFlags2 = 1u << 9;      // FUSE_OVER_IO_URING (1ULL << 41)
 static const uint32_t kMaxPages = 1u << 22;          // flags: max_pages is meaningful
+static const uint32_t kKillPrivV2 = 1u << 28;        // flags: FUSE_HANDLE_KILLPRIV_V2
+static const uint32_t kWriteKillSuidGid = 1u << 2;   // fuse_write_in.write_flags
 static const uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
 // What the kernel allows beside it (FOPEN_PASSTHROUGH_MASK): DIRECT_IO, NOFLUSH,
 // PARALLEL_DIRECT_WRITES. KEEP_CACHE would fail the open with EIO: there is no cache to keep.
@@ -41,6 +44,8 @@ struct backing_map {
 
 static atomic_int want_passthrough;
 static atomic_int kernel_offers;
+static atomic_int want_killpriv;
+static atomic_int kernel_offers_killpriv;
 static atomic_int want_uring;
 static atomic_int kernel_offers_uring;
 // Set when the INIT reply asked for io_uring: the rings start once the kernel has it.
@@ -51,10 +56,28 @@ static atomic_ullong init_unique;
 static atomic_int active;
 // The open reply a worker thread is about to send: libfuse writes it on the same thread.
 static _Thread_local int reply_backing_id;
+// Whether the request this thread is serving is a WRITE with FUSE_WRITE_KILL_SUIDGID, which
+// libfuse 3.14's do_write does not pass on. A worker serves the request it read (or took from
+// its ring) on the same thread, so the flag is the request's until the next one arrives.
+static _Thread_local int request_kills_suidgid;
+
+void cfuse_io_note_request(const uint8_t *bytes, size_t len) {
+  request_kills_suidgid = 0;
+  if (len < kInHeaderSize + 24) return;
+  uint32_t opcode, write_flags;
+  memcpy(&opcode, bytes + 4, 4);
+  if (opcode != kOpcodeWrite) return;
+  // struct fuse_write_in: fh, offset, size, then write_flags.
+  memcpy(&write_flags, bytes + kInHeaderSize + 20, 4);
+  request_kills_suidgid = (write_flags & kWriteKillSuidGid) != 0;
+}
+
+int cfuse_io_write_kills_suidgid(void) { return request_kills_suidgid; }
 
 static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
   (void)userdata;
   ssize_t n = read(fd, buf, len);
+  if (n > 0) cfuse_io_note_request(buf, (size_t)n);
   if (n >= kInHeaderSize + 20) {
     const uint8_t *bytes = buf;
     uint32_t opcode;
@@ -68,6 +91,7 @@ static ssize_t hook_read(int fd, void *buf, size_t len, void *userdata) {
       atomic_store(&init_unique, unique);
       atomic_store(&kernel_offers, (flags & kInitExt) && (flags2 & kPassthroughFlags2));
       atomic_store(&kernel_offers_uring, (flags & kInitExt) && (flags2 & kIoUringFlags2));
+      atomic_store(&kernel_offers_killpriv, (flags & kKillPrivV2) != 0);
     }
   }
   return n;
@@ -88,6 +112,11 @@ static void patch_init(struct iovec *iov, int count) {
     memcpy(out + 36, &depth, 4);  // max_stack_depth: backing files on a plain file system
     atomic_store(&active, 1);
   }
+  // With FUSE_HANDLE_KILLPRIV_V2 the kernel marks the super block SB_NOSEC (process_init_reply),
+  // so after one GETXATTR of security.capability an inode with no setuid or setgid bit is
+  // S_NOSEC and later writes ask nothing; the file system then clears those bits itself on a
+  // write (FUSE_WRITE_KILL_SUIDGID), a truncate and a chown (FATTR_KILL_SUIDGID).
+  if (atomic_load(&want_killpriv) && atomic_load(&kernel_offers_killpriv)) flags |= kKillPrivV2;
   // Once the kernel has io_uring it holds every request until all queues are registered, so
   // it is asked for only where this process can make the rings.
   if (atomic_load(&want_uring) && atomic_load(&kernel_offers_uring) && fuse_uring_probe()) {
@@ -165,8 +194,10 @@ static ssize_t hook_splice(int fdin, off_t *offin, int fdout, off_t *offout, siz
   return splice(fdin, offin, fdout, offout, len, flags);
 }
 
-int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring) {
+int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring,
+                     int want_killpriv_v2) {
   atomic_store(&want_passthrough, want ? 1 : 0);
+  atomic_store(&want_killpriv, want_killpriv_v2 ? 1 : 0);
   atomic_store(&want_uring, want_io_uring ? 1 : 0);
   installed_session = session;
   struct fuse_custom_io io = {

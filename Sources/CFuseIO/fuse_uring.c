@@ -276,6 +276,7 @@ static void serve(struct ring_queue *queue, int index) {
     }
     struct fuse_buf buffer = {.size = length, .flags = 0, .mem = start, .fd = -1, .pos = 0};
     current_entry = entry;
+    cfuse_io_note_request(start, length);
     fuse_session_process_buf(ring_session, &buffer);
     current_entry = NULL;
   }

@@ -30,4 +30,8 @@ ssize_t fuse_uring_reply(uint64_t unique, const struct iovec *iov, int count);
 /// out of the pipe `fd` into the ring entry and returns `len` (or -errno); otherwise 0.
 ssize_t fuse_uring_reply_from_pipe(int fd, size_t len);
 
+/// Notes what the hooks need to know of a request before libfuse serves it on this thread (the
+/// kill-suid flag of a WRITE); both /dev/fuse's reads and the rings' requests pass through it.
+void cfuse_io_note_request(const uint8_t *bytes, size_t len);
+
 #endif

@@ -111,6 +111,32 @@ extension DocumentFileSystem {
     return done
   }
 
+  /// What a mode becomes when a write, truncate or chown clears its set-ID bits, as Linux's
+  /// setattr_should_drop_suidgid decides: setuid always, setgid only where the group may
+  /// execute (without it, setgid marks mandatory locking, which a write keeps).
+  public static func clearingSetID(_ mode: UInt32) -> UInt32 {
+    var mode = mode & ~UInt32(S_ISUID)
+    if mode & UInt32(S_IXGRP) != 0 { mode &= ~UInt32(S_ISGID) }
+    return mode
+  }
+
+  /// Clears the set-ID bits of an open file before a write by a caller without CAP_FSETID, as
+  /// a local disk does (under FUSE_HANDLE_KILLPRIV_V2 the kernel leaves it to the file system).
+  /// Almost every file has none, and then nothing is stored. Returns whether the mode changed.
+  public func clearSetID(handle: UInt64) throws(Errno) -> Bool {
+    // Every write of an ordinary user asks this: without a set-ID file, it takes no lock.
+    guard Node.setIDSeen.load(ordering: .sequentiallyConsistent) else { return false }
+    return try lock.withLock { () throws(Errno) -> Bool in
+      guard let (inode, _) = openFiles[handle], let node = nodes[inode] else { return false }
+      let cleared = Self.clearingSetID(node.mode)
+      guard cleared != node.mode else { return false }
+      node.mode = cleared
+      touchChangeTime(node)
+      try persist([.putInode(node.record)])
+      return true
+    }
+  }
+
   /// flush: called at every close of a file descriptor, before close(2) returns; nothing is
   /// buffered here. The kernel sends RELEASE later and asynchronously (under load, seconds
   /// later), so the write is noted now and a flushed writer stops holding back its file's

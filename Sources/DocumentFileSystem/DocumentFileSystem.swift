@@ -35,11 +35,16 @@ public struct AttributeUpdate: Sendable {
   public var modificationTime: Time?
   /// The open file the change came through (ftruncate, futimens), if any.
   public var handle: UInt64?
+  /// Clear setuid, and setgid where the group may execute (a truncate by a caller without
+  /// CAP_FSETID, or a chown), unless the update sets the mode itself.
+  public var clearSetID: Bool
 
   public init(
     mode: UInt32? = nil, uid: UInt32? = nil, gid: UInt32? = nil, size: Int64? = nil,
-    accessTime: Time? = nil, modificationTime: Time? = nil, handle: UInt64? = nil
+    accessTime: Time? = nil, modificationTime: Time? = nil, handle: UInt64? = nil,
+    clearSetID: Bool = false
   ) {
+    self.clearSetID = clearSetID
     self.mode = mode
     self.uid = uid
     self.gid = gid
@@ -410,6 +415,9 @@ public final class DocumentFileSystem: @unchecked Sendable {
       var changed = false
       if let mode = update.mode {
         node.mode = node.type | (mode & 0o7777)
+        changed = true
+      } else if update.clearSetID, !node.isDirectory, Self.clearingSetID(node.mode) != node.mode {
+        node.mode = Self.clearingSetID(node.mode)
         changed = true
       }
       if let uid = update.uid {

@@ -1,6 +1,7 @@
 import DocumentModel
 import Glibc
 import LocalStore
+import Synchronization
 
 /// One inode of the live tree, as the file system keeps it in memory.
 ///
@@ -8,7 +9,9 @@ import LocalStore
 /// lives here and in the store.
 final class Node {
   let inode: UInt64
-  var mode: UInt32
+  var mode: UInt32 {
+    didSet { Self.note(mode) }
+  }
   var uid: UInt32
   var gid: UInt32
   var rdev: UInt64
@@ -46,6 +49,18 @@ final class Node {
     modificationTime = record.modificationTime
     changeTime = record.changeTime
     target = record.target
+    Self.note(mode)
+  }
+
+  /// Whether a regular file of this process has had a set-ID bit that a write would clear.
+  /// Until one has, writes of callers without CAP_FSETID skip looking at their file's mode,
+  /// which needs the file system's lock; once set it stays set, which is only slower.
+  static let setIDSeen = Atomic<Bool>(false)
+
+  private static func note(_ mode: UInt32) {
+    if mode & UInt32(S_IFMT) == UInt32(S_IFREG), DocumentFileSystem.clearingSetID(mode) != mode {
+      setIDSeen.store(true, ordering: .sequentiallyConsistent)
+    }
   }
 
   var record: InodeRecord {

@@ -15,6 +15,13 @@ import SystemPackage
 public struct KernelNotifier: Sendable {
   let native: NativeSession
 
+  /// Drops only the cached attributes of `inode`. Unlike the other calls, a request handler may
+  /// make this one: with a negative offset the kernel (fuse_reverse_inval_inode) takes no inode
+  /// or page lock, it only marks the attributes stale, so it never waits on a request.
+  public func invalidateAttributes(_ inode: UInt64) throws(Errno) {
+    try invalidateInode(inode, offset: -1, length: 0)
+  }
+
   /// Drops the cached attributes of `inode` and its cached data in `offset..<offset+length`;
   /// a length of 0 means to the end, a negative offset drops only the attributes.
   public func invalidateInode(_ inode: UInt64, offset: Int64 = 0, length: Int64 = 0) throws(Errno) {

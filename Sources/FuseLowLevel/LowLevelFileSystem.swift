@@ -7,12 +7,17 @@ public struct RequestContext: Sendable {
   public var gid: UInt32
   public var pid: Int32
   public var umask: UInt32
+  /// For a write: the kernel asks the file system to clear the file's setuid bit, and its
+  /// setgid bit where the group may execute, because the writer lacks CAP_FSETID
+  /// (FUSE_WRITE_KILL_SUIDGID; only sent when the session has `handleKillPrivileges`).
+  public var clearsSetID: Bool
 
-  public init(uid: UInt32, gid: UInt32, pid: Int32, umask: UInt32) {
+  public init(uid: UInt32, gid: UInt32, pid: Int32, umask: UInt32, clearsSetID: Bool = false) {
     self.uid = uid
     self.gid = gid
     self.pid = pid
     self.umask = umask
+    self.clearsSetID = clearsSetID
   }
 }
 
@@ -98,11 +103,17 @@ public struct AttributeChanges: Sendable {
   public var modificationTime: TimeChange?
   /// The open handle the change came through (ftruncate, futimens), if any.
   public var handle: UInt64?
+  /// Clear setuid, and setgid where the group may execute, as a truncate by a caller without
+  /// CAP_FSETID or any chown does on a local disk (FATTR_KILL_SUIDGID; only sent when the
+  /// session has `handleKillPrivileges`).
+  public var clearSetID: Bool
 
   public init(
     mode: mode_t? = nil, uid: uid_t? = nil, gid: gid_t? = nil, size: off_t? = nil,
-    accessTime: TimeChange? = nil, modificationTime: TimeChange? = nil, handle: UInt64? = nil
+    accessTime: TimeChange? = nil, modificationTime: TimeChange? = nil, handle: UInt64? = nil,
+    clearSetID: Bool = false
   ) {
+    self.clearSetID = clearSetID
     self.mode = mode
     self.uid = uid
     self.gid = gid

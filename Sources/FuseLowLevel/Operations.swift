@@ -54,6 +54,12 @@ func wantedCapabilities(capable: UInt32, want: UInt32, writebackCache: Bool) -> 
   // With HANDLE_KILLPRIV the file system must clear setuid/setgid on write and chown itself;
   // without it the kernel sends that as an ordinary setattr of the mode.
   refuse(FUSE_CAP_HANDLE_KILLPRIV)
+  // libfuse asks for AUTO_INVAL_DATA by default: the kernel then drops a file's cached pages
+  // whenever a GETATTR shows an mtime other than its own, and after every write it does (it
+  // stamps mtime with its clock, the working file with the daemon's write), so the first read
+  // of a file just written read it all again (128 READs for 16 MiB). Every change of content
+  // comes through the mount or is invalidated by sync (KernelNotifier), which makes it moot.
+  refuse(FUSE_CAP_AUTO_INVAL_DATA)
   // No getlk/setlk/flock are registered, so the kernel keeps locks locally.
   refuse(FUSE_CAP_POSIX_LOCKS)
   refuse(FUSE_CAP_FLOCK_LOCKS)
@@ -183,9 +189,11 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
   }
   ops.write = { req, inode, data, size, offset, info in
     let request = Request(req!)
+    var context = request.context
+    context.clearsSetID = cfuse_io_write_kills_suidgid() != 0
     let result = request.fileSystem.write(
       inode: inode, handle: handle(info), data: UnsafeRawBufferPointer(start: data, count: size),
-      offset: Int64(offset), context: request.context)
+      offset: Int64(offset), context: context)
     request.reply(written: result)
   }
   ops.flush = { req, inode, info in

@@ -139,7 +139,9 @@ public final class Session: Sendable {
       // Only a process with CAP_SYS_ADMIN may register backing files; asking for passthrough
       // otherwise would only make every open fall back.
       let passthrough = options.passthrough && geteuid() == 0
-      _ = cfuse_io_install(native.pointer, passthrough ? 1 : 0, options.ioUring ? 1 : 0)
+      _ = cfuse_io_install(
+        native.pointer, passthrough ? 1 : 0, options.ioUring ? 1 : 0,
+        options.handleKillPrivileges ? 1 : 0)
     }
   }
 

@@ -22,6 +22,10 @@ public struct SessionOptions: Sendable {
   /// io_uring (Linux 6.14 and later, with the fuse module's `enable_uring` on); otherwise,
   /// or when registering the queues fails, every request comes through /dev/fuse.
   public var ioUring: Bool
+  /// Clear setuid and setgid in the file system rather than have the kernel ask for
+  /// `security.capability` before writes (FUSE_HANDLE_KILLPRIV_V2): the file system must then
+  /// honour `RequestContext.clearsSetID` on write and `AttributeChanges.clearSetID` on setattr.
+  public var handleKillPrivileges: Bool
   /// Worker threads kept waiting for requests.
   public var maxIdleThreads: UInt32
   /// The most worker threads libfuse starts.
@@ -32,7 +36,7 @@ public struct SessionOptions: Sendable {
   public init(
     mountPoint: String, fsName: String = "docsync", subtype: String = "docsync",
     allowOther: Bool = false, writebackCache: Bool = false, passthrough: Bool = true,
-    ioUring: Bool = true, maxIdleThreads: UInt32 = 10,
+    ioUring: Bool = true, handleKillPrivileges: Bool = false, maxIdleThreads: UInt32 = 10,
     maxThreads: UInt32 = 10, debug: Bool = false
   ) {
     self.mountPoint = mountPoint
@@ -42,6 +46,7 @@ public struct SessionOptions: Sendable {
     self.writebackCache = writebackCache
     self.passthrough = passthrough
     self.ioUring = ioUring
+    self.handleKillPrivileges = handleKillPrivileges
     self.maxIdleThreads = maxIdleThreads
     self.maxThreads = maxThreads
     self.debug = debug

@@ -13,6 +13,8 @@ func attributeChanges(valid: Int32, attributes: stat, handle: UInt64?) -> Attrib
   if has(FUSE_SET_ATTR_UID) { changes.uid = attributes.st_uid }
   if has(FUSE_SET_ATTR_GID) { changes.gid = attributes.st_gid }
   if has(FUSE_SET_ATTR_SIZE) { changes.size = attributes.st_size }
+  // libfuse 3.14 passes the kernel's FATTR_KILL_SUIDGID (1 << 11) on under this name.
+  if has(FUSE_SET_ATTR_KILL_SUID) { changes.clearSetID = true }
   // The kernel sends ATIME together with ATIME_NOW for utimensat(UTIME_NOW); NOW wins because
   // the time in `attributes` is then meaningless (fuse_lowlevel.c only copies it without NOW).
   if has(FUSE_SET_ATTR_ATIME_NOW) {

@@ -2,6 +2,7 @@ import DocumentFileSystem
 import Foundation
 import FuseLowLevel
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// Serves a `DocumentFileSystem` to the kernel: translation only, no file-system rules.
@@ -11,6 +12,8 @@ public final class DocumentMount: LowLevelFileSystem {
   /// cache=always: every local change goes through this mount, and whatever sync changes behind
   /// the kernel (content, mode, names, folders) it invalidates through `startInvalidations`.
   let timeout: Double
+  /// Set by `startInvalidations`; a write that clears set-ID bits tells the kernel at once.
+  private let notifier = Mutex<KernelNotifier?>(nil)
 
   public init(fileSystem: DocumentFileSystem, timeout: Double = 86_400) {
     self.fileSystem = fileSystem
@@ -31,6 +34,7 @@ public final class DocumentMount: LowLevelFileSystem {
   /// Sends the file system's invalidations to the kernel from a thread of their own, which
   /// holds no lock and serves no request (libfuse's notify calls can wait on the kernel).
   public func startInvalidations(_ notifier: KernelNotifier) {
+    self.notifier.withLock { $0 = notifier }
     let queue = fileSystem.invalidations
     let thread = Thread {
       while true {
@@ -104,7 +108,7 @@ public final class DocumentMount: LowLevelFileSystem {
     let update = AttributeUpdate(
       mode: changes.mode, uid: changes.uid, gid: changes.gid, size: changes.size.map { Int64($0) },
       accessTime: time(changes.accessTime), modificationTime: time(changes.modificationTime),
-      handle: changes.handle)
+      handle: changes.handle, clearSetID: changes.clearSetID)
     return run { () throws(Errno) in
       AttributeReply(
         attributes: try fileSystem.setAttributes(
@@ -209,7 +213,15 @@ public final class DocumentMount: LowLevelFileSystem {
     inode: UInt64, handle: UInt64, data: UnsafeRawBufferPointer, offset: Int64,
     context: RequestContext
   ) -> Result<Int, Errno> {
-    run { () throws(Errno) in try fileSystem.write(handle: handle, data: data, offset: offset) }
+    run { () throws(Errno) in
+      // The kernel refreshes only size and times after a write (fuse_write_update_attr), so a
+      // cleared setuid bit would stay in its cache for `stat -c %a`, which asks for the mode
+      // alone: the attributes are dropped before the write is answered.
+      if context.clearsSetID, try fileSystem.clearSetID(handle: handle) {
+        try? notifier.withLock { $0 }?.invalidateAttributes(inode)
+      }
+      return try fileSystem.write(handle: handle, data: data, offset: offset)
+    }
   }
 
   public func flush(inode: UInt64, handle: UInt64, context: RequestContext) -> Result<Void, Errno> {

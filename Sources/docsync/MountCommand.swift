@@ -305,7 +305,8 @@ struct MountCommand: ParsableCommand {
         fileSystem: mount,
         options: SessionOptions(
           mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther,
-          passthrough: !noPassthrough, ioUring: !noIoUring, debug: fuseDebug))
+          passthrough: !noPassthrough, ioUring: !noIoUring, handleKillPrivileges: true,
+          debug: fuseDebug))
       try session.mount()
       try session.installSignalHandlers()
     } catch {

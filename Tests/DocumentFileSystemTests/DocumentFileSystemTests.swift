@@ -23,6 +23,14 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
       store: LocalStore(directory: folder), owner: me, creationMask: creationMask)
   }
 
+  /// A write, truncate or chown clears setuid, and setgid only where the group may execute.
+  @Test func clearingSetIDFollowsLinux() {
+    #expect(DocumentFileSystem.clearingSetID(UInt32(S_IFREG) | 0o6755) == UInt32(S_IFREG) | 0o755)
+    #expect(DocumentFileSystem.clearingSetID(0o4700) == 0o700)
+    #expect(DocumentFileSystem.clearingSetID(0o2644) == 0o2644)
+    #expect(DocumentFileSystem.clearingSetID(0o1777) == 0o1777)
+  }
+
   @Test func treeAndInodeNumbersSurviveReopening() throws {
     var inodes: [String: UInt64] = [:]
     do {

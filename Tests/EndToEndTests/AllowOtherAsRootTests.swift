@@ -136,6 +136,27 @@ struct AllowOtherAsRootTests {
     }
   }
 
+  /// A write by another user clears the owner's setuid and setgid bits, as on a local disk:
+  /// docsync clears them itself (FUSE_HANDLE_KILLPRIV_V2), and the owner's `stat` shows it.
+  @Test(.needs("runuser", "sh", "stat"))
+  func anotherUsersWriteClearsSetuidAndSetgid() throws {
+    try #require(TestEnvironment.isRoot, "acting as two other users needs root")
+    let owner = TestEnvironment.testUser
+    try Library.with(programs: ["runuser", "sh", "stat"], hub: .sqlite, user: owner) {
+      library in
+      let a = try library.device("laptop", options: ["--allow-other"])
+      try expectSuccess(
+        a.shell("mkdir open && chmod 0777 open && echo x > open/tool && chmod 06777 open/tool"))
+      let tool = a.path("open/tool")
+      #expect(try mode(of: tool) == 0o6777)
+      try expectSuccess(asOther(["sh", "-c", #"echo y >> "$1""#, "sh", tool]))
+      let shown = try runAs(owner, ["stat", "-c", "%a", tool])
+      #expect(shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "777", "\(shown)")
+      #expect(try mode(of: tool) == 0o777)
+      #expect(try runAs(owner, ["cat", tool]).stdout == "x\ny\n")
+    }
+  }
+
   enum Access { case read, write }
 
   /// Whether the kernel's mode checks let a user who is neither the owner nor in the group

@@ -85,6 +85,25 @@ struct PropagationTests {
     }
   }
 
+  /// B keeps a document's pages in the kernel's cache from one open to the next (keep_cache);
+  /// an edit from A of the same size that lands while nobody has it open drops them, so the
+  /// next open reads A's bytes, not the cached ones.
+  @Test("B's cached pages of a document give way to A's edit", .needs(), .docsyncOnly)
+  func cachedPagesGiveWayToARemoteEdit() throws {
+    try Library.with { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      let first = String(repeating: "1", count: 64 * 1024) + "\n"
+      try write(a.path("doc.txt"), first)
+      try library.sync(a, b)
+      for _ in 0..<3 { #expect(try read(b.path("doc.txt")) == first) }
+      let second = String(repeating: "2", count: 64 * 1024) + "\n"
+      try write(a.path("doc.txt"), second)
+      try library.sync(a, b)
+      #expect(try read(b.path("doc.txt")) == second)
+    }
+  }
+
   @Test(
     "A name that B looked up while it was missing appears on B after sync", .needs(), .docsyncOnly)
   func aNameMissingOnBAppearsAfterSync() throws {

@@ -96,6 +96,15 @@ struct AttributeChangesTests {
     #expect(changes.accessTime == nil && changes.modificationTime == nil)
   }
 
+  /// libfuse 3.14 passes the kernel's FATTR_KILL_SUIDGID on as FUSE_SET_ATTR_KILL_SUID.
+  @Test func theKernelsKillSuidGidAsksToClearSetID() {
+    let valid = FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_KILL_SUID
+    #expect(attributeChanges(valid: valid, attributes: attributes(), handle: nil).clearSetID)
+    #expect(
+      !attributeChanges(valid: FUSE_SET_ATTR_SIZE, attributes: attributes(), handle: nil)
+        .clearSetID)
+  }
+
   @Test func explicitTimes() {
     let changes = attributeChanges(
       valid: FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME, attributes: attributes(), handle: nil)
@@ -231,11 +240,13 @@ struct SessionOptionsTests {
 
   @Test func capabilities() {
     let everything = UInt32.max
-    let libfuseDefaults = UInt32(FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV)
+    let libfuseDefaults = UInt32(
+      FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_AUTO_INVAL_DATA)
     let want = wantedCapabilities(capable: everything, want: libfuseDefaults, writebackCache: false)
     #expect(want & UInt32(FUSE_CAP_ATOMIC_O_TRUNC) == 0)
     #expect(want & UInt32(FUSE_CAP_HANDLE_KILLPRIV) == 0)
     #expect(want & UInt32(FUSE_CAP_WRITEBACK_CACHE) == 0)
+    #expect(want & UInt32(FUSE_CAP_AUTO_INVAL_DATA) == 0)
     #expect(want & UInt32(FUSE_CAP_SPLICE_WRITE) != 0)
     #expect(want & UInt32(FUSE_CAP_READDIRPLUS_AUTO) != 0)
     #expect(want & UInt32(FUSE_CAP_PARALLEL_DIROPS) != 0)

@@ -38,4 +38,36 @@ struct RequestCountTests {
       #expect(try Self.count("READLINK", in: m, after: before) == 1, "\(m.logTail())")
     }
   }
+
+  /// With FUSE_HANDLE_KILLPRIV_V2 the kernel asks for `security.capability` once per file, at
+  /// its first write, instead of before every write (16 GETXATTRs for 16 writes before).
+  @Test(.needs())
+  func writesAskForSecurityCapabilityOncePerFile() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      let before = try Self.lineCount(m)
+      let block = [UInt8](repeating: 0x61, count: 4096)
+      for _ in 0..<2 {
+        let fd = open(m.path("blocks.bin"), O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        try #require(fd >= 0)
+        for _ in 0..<16 { #expect(write(fd, block, block.count) == block.count) }
+        close(fd)
+      }
+      #expect(try Self.count("WRITE", in: m, after: before) == 32, "\(m.logTail())")
+      #expect(try Self.count("GETXATTR", in: m, after: before) <= 1, "\(m.logTail())")
+    }
+  }
+
+  /// What a file's writes put in the kernel's page cache serves its next reads: the kernel no
+  /// longer drops a file's pages when the daemon's mtime differs from the one it stamped
+  /// itself (AUTO_INVAL_DATA refused), which made the first read after a write read it all.
+  @Test(.needs())
+  func aFileJustWrittenIsReadFromTheCache() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      let content = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+      try content.write(to: URL(fileURLWithPath: m.path("written.bin")))
+      let before = try Self.lineCount(m)
+      #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("written.bin"))) == content)
+      #expect(try Self.count("READ", in: m, after: before) == 0, "\(m.logTail())")
+    }
+  }
 }

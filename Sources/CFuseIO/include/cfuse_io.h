@@ -12,8 +12,14 @@
 // in the INIT reply and mark the open replies that carry a backing file.
 
 /// Installs the hooks on a mounted session; `want` says whether to ask for passthrough,
-/// `want_io_uring` whether to ask for FUSE over io_uring. Returns 0, or a negative errno.
-int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring);
+/// `want_io_uring` whether to ask for FUSE over io_uring, `want_killpriv_v2` whether to ask for
+/// FUSE_HANDLE_KILLPRIV_V2 (which libfuse 3.14 does not know). Returns 0, or a negative errno.
+int cfuse_io_install(struct fuse_session *session, int want, int want_io_uring,
+                     int want_killpriv_v2);
+
+/// In a write callback: whether the kernel asked this write to clear the setuid and setgid bits
+/// (FUSE_WRITE_KILL_SUIDGID: the writer lacks CAP_FSETID), a flag libfuse 3.14 drops.
+int cfuse_io_write_kills_suidgid(void);
 
 /// Whether the kernel accepted passthrough in INIT (known once the first request is served).
 int cfuse_io_passthrough_active(void);
