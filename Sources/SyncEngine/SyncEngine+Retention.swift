@@ -136,6 +136,7 @@ extension SyncEngine {
       report.blobs += 1
       report.bytes = saturatingSum(report.bytes, UInt64(info.st_size))
     }
+    trimContentCacheIfDue(force: true)
     try reclaimLocalSpace()
     logger.info(
       "released \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"
