@@ -205,7 +205,7 @@ extension SyncEngine {
       close(fd)
       if !keep { store.removeIncomingFile(incoming) }
     }
-    guard let source = openContent(item.hash, preferring: item.path) else {
+    guard let source = openContent(item.hash, preferring: item.path, anywhere: true) else {
       withLock { noteMissing(item.hash) }
       return nil
     }

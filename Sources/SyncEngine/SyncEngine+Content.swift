@@ -14,11 +14,13 @@ extension SyncEngine {
   // ``openContent(_:preferring:)`` or ``contentBytes(_:)``, and checks the hash as it reads.
 
   /// The inode of a working file that holds `hash` as the version its path shows, unchanged
-  /// since (size, modification and change time as recorded): the path `preferring` first, then
-  /// any other path. Called with the lock held.
-  func cleanWorkingFile(holding hash: ContentHash, preferring path: DocumentPath? = nil)
-    -> UInt64?
-  {
+  /// since (size, modification and change time as recorded): the file at `path`, or with
+  /// `anywhere`, any other file after it (a walk of every path shown: for the rare reader that
+  /// needs content a copied document shares, never for every document). Called with the lock
+  /// held.
+  func cleanWorkingFile(
+    holding hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false
+  ) -> UInt64? {
     guard let tree else { return nil }
     func check(_ path: DocumentPath, _ record: ShownRecord) -> UInt64? {
       guard let version = known[VersionID(digest(record.versionID))],
@@ -29,6 +31,7 @@ extension SyncEngine {
       return inode
     }
     if let path, let record = shown[path], let inode = check(path, record) { return inode }
+    guard anywhere else { return nil }
     for (other, record) in shown where other != path {
       if let inode = check(other, record) { return inode }
     }
@@ -37,20 +40,24 @@ extension SyncEngine {
 
   /// Whether this device holds the content `hash`, as a blob or a clean working file. Called
   /// with the lock held.
-  func holdsContent(_ hash: ContentHash, preferring path: DocumentPath? = nil) -> Bool {
-    blobs.contains(hash) || cleanWorkingFile(holding: hash, preferring: path) != nil
+  func holdsContent(
+    _ hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false
+  ) -> Bool {
+    blobs.contains(hash)
+      || cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) != nil
   }
 
   /// The content `hash` open for reading (the caller closes it), from its blob or else from a
   /// clean working file; nil when this device holds it nowhere. The caller checks the bytes
   /// against the hash as it reads them: a working file can change under a reader. `locked`
   /// says whether the caller holds the lock.
-  func openContent(_ hash: ContentHash, preferring path: DocumentPath? = nil, locked: Bool = false)
-    -> Int32?
-  {
+  func openContent(
+    _ hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false,
+    locked: Bool = false
+  ) -> Int32? {
     let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
     if fd >= 0 { return fd }
-    let find = { self.cleanWorkingFile(holding: hash, preferring: path) }
+    let find = { self.cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) }
     guard let inode = locked ? find() : withLock(find) else { return nil }
     let file = openat(
       store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)

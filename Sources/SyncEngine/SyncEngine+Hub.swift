@@ -210,7 +210,7 @@ extension SyncEngine {
     }
     for attempt in 0..<2 {
       if attempt == 1 && !withLock({ restoreBlob(hash) }) { return false }
-      guard let fd = openContent(hash) else { continue }
+      guard let fd = openContent(hash, anywhere: true) else { continue }
       defer { close(fd) }
       do {
         try await hub.putBlob(hash: hash.bytes, from: fd)

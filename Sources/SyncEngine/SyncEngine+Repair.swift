@@ -158,7 +158,7 @@ extension SyncEngine {
     } catch {
       throw .hub(error.description)
     }
-    for hash in wanted.sorted() where withLock({ holdsContent(hash) }) {
+    for hash in wanted.sorted() where withLock({ holdsContent(hash, anywhere: true) }) {
       if try await uploadBlob(hash) {
         logger.info("put blob \(hash.hex) on the hub again: its copy there was damaged or lost")
       }
