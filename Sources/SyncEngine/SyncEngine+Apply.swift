@@ -59,8 +59,10 @@ extension SyncEngine {
     // Content that two files of the batch take is copied for each, never moved to one.
     var takers: [ContentHash: Int] = [:]
     for item in batch { takers[item.hash, default: 0] += 1 }
+    let kept = withLock { blobsThatMustStay() }
     for item in batch {
-      let shared = takers[item.hash]! > 1 || Self.keepsBlob(item.path)
+      let shared =
+        takers[item.hash]! > 1 || Self.keepsBlob(item.path) || kept.contains(item.hash)
       if let incoming = prepare(item, durable: !together, shared: shared) {
         ready.append((item, incoming))
       }
@@ -192,8 +194,7 @@ extension SyncEngine {
   /// document's content is then held once. Otherwise the content is copied, from the blob or
   /// from a clean working file that holds it.
   private func prepare(_ item: FileApply, durable: Bool, shared: Bool) -> Incoming? {
-    if !shared, !withLock({ blobMustStay(item.hash) }), let moved = moveBlob(item, durable: durable)
-    {
+    if !shared, let moved = moveBlob(item, durable: durable) {
       return moved
     }
     guard let (incoming, fd) = store.createIncomingFile() else {

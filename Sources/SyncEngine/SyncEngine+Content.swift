@@ -85,16 +85,17 @@ extension SyncEngine {
     return ContentHash(of: result) == hash ? result : nil
   }
 
-  /// Whether the blob `hash` must stay even when a clean working file holds the same bytes:
-  /// a version waiting to upload names it (the working file may change before the upload),
-  /// or a conflict version does (it must read offline, and outlive the current file). Called
-  /// with the lock held.
-  func blobMustStay(_ hash: ContentHash) -> Bool {
-    for id in outbox where known[id]?.content.blobHash == hash { return true }
+  /// The blobs that must stay even when a clean working file holds the same bytes: those a
+  /// version waiting to upload names (the working file may change before the upload), and
+  /// those of conflict versions (they must read offline, and outlive the current file). Made
+  /// once per batch: O(outbox + conflict versions). Called with the lock held.
+  func blobsThatMustStay() -> Set<ContentHash> {
+    var kept: Set<ContentHash> = []
+    for id in outbox { if let hash = known[id]?.content.blobHash { kept.insert(hash) } }
     for versions in state.conflicts.values {
-      for record in versions where record.content.blobHash == hash { return true }
+      for record in versions { if let hash = record.content.blobHash { kept.insert(hash) } }
     }
-    return false
+    return kept
   }
 
   /// After the hub has the versions `sent`: drops each file's blob that the clean working file
@@ -103,10 +104,11 @@ extension SyncEngine {
   /// in between, the content stays on the hub, like any earlier version's.
   func blobsHeldByWorkingFiles(_ sent: [VersionRecord]) -> [ContentHash] {
     var release: [ContentHash] = []
+    let kept = blobsThatMustStay()
     for record in sent {
       guard record.kind == .file, !Self.keepsBlob(record.path),
         case .file(let hash, _, _) = record.content,
-        !release.contains(hash), blobs.contains(hash), !blobMustStay(hash),
+        !release.contains(hash), blobs.contains(hash), !kept.contains(hash),
         cleanWorkingFile(holding: hash, preferring: record.path) != nil
       else { continue }
       release.append(hash)

@@ -10,6 +10,9 @@ extension SyncEngine {
   /// Beyond it the least recently used go; `.history` fetches them again from the hub.
   static let contentCacheBytes: Int64 = 512 << 20
 
+  /// How long content that was just stored or read is safe from the trim (seconds).
+  static let contentCacheGraceSeconds = 600
+
   /// How often the loop looks at the blob folder's size (milliseconds).
   static let contentCacheCheckMilliseconds: UInt64 = 60_000
 
@@ -38,8 +41,12 @@ extension SyncEngine {
         var info = stat()
         guard stat(folder + "/" + name, &info) == 0 else { continue }
         let size = Int64(info.st_blocks) * 512
-        files.append((name, size, max(info.st_atim.tv_sec, info.st_mtim.tv_sec)))
         total += size
+        let used = max(info.st_atim.tv_sec, info.st_mtim.tv_sec)
+        // Never what arrived or was read a moment ago: a `.history` read opens what it just
+        // fetched, and a save's copy is made before the record that names it.
+        if used > time(nil) - Self.contentCacheGraceSeconds { continue }
+        files.append((name, size, used))
       }
       closedir(dir)
     }
