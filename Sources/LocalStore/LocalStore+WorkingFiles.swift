@@ -18,6 +18,14 @@ extension LocalStore {
     return nil
   }
 
+  /// A new name under ``incomingFolder`` for a file that is renamed there (a blob that becomes
+  /// a working file): 64 random bits, as ``createIncomingFile()`` names its files, without the
+  /// cost of creating one.
+  public func incomingName() -> String {
+    var generator = SystemRandomNumberGenerator()
+    return Self.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
+  }
+
   /// Removes a working file that did not make it into the tree.
   public func removeIncomingFile(_ name: String) {
     _ = unlinkat(workingFiles, name, 0)

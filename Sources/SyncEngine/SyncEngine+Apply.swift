@@ -38,7 +38,7 @@ extension SyncEngine {
   /// Lands a batch: content into new working files (durable), then the intents (durable),
   /// then the names, the folders' fsync, and what each path shows, in one transaction.
   private func execute(_ batch: [FileApply]) {
-    var ready: [(item: FileApply, incoming: String)] = []
+    var ready: [(item: FileApply, incoming: Incoming)] = []
     var landed: [(item: FileApply, entry: LocalEntry?)] = []
     defer {
       withLock {
@@ -56,8 +56,16 @@ extension SyncEngine {
     guard let tree = withLock({ self.tree }) else { return }
     // Many small files are made durable together with one flush, not one fsync each.
     let together = batch.count > 1
+    // Content that two files of the batch take is copied for each, never moved to one.
+    var takers: [ContentHash: Int] = [:]
+    for item in batch { takers[item.hash, default: 0] += 1 }
+    let kept = withLock { blobsThatMustStay() }
     for item in batch {
-      if let incoming = prepare(item, durable: !together) { ready.append((item, incoming)) }
+      let shared =
+        takers[item.hash]! > 1 || Self.keepsBlob(item.path) || kept.contains(item.hash)
+      if let incoming = prepare(item, durable: !together, shared: shared) {
+        ready.append((item, incoming))
+      }
     }
     guard !ready.isEmpty else { return }
     // The new working files, and the blobs' names (the pulled records that name them become
@@ -79,31 +87,47 @@ extension SyncEngine {
         })
     } catch {
       logger.error("cannot record remote changes before applying them: \(error)")
-      for (_, incoming) in ready { store.removeIncomingFile(incoming) }
+      for (_, incoming) in ready { discard(incoming) }
       return
     }
     store.syncJournal()
+    var keptBlobs: [ContentHash] = []
     for (item, incoming) in ready {
       let wanted = withLock { () -> Bool in
         guard case .document(let record)? = state.entries[item.path] else { return false }
         return record == item.target
       }
       guard wanted else {
-        store.removeIncomingFile(incoming)
+        discard(incoming)
         continue
       }
-      switch tree.apply(
-        .file(path: item.path, incoming: incoming, executable: item.executable),
-        expected: item.expected)
+      let replaced = keepReplacedContent(at: item.path, for: item.hash)
+      var expected = item.expected
+      if replaced != nil, case .file(let inode, let size, let mtime, _, let executable)? = expected,
+        case .file(inode, size, mtime, let ctime, executable)? = tree.entry(at: item.path)
       {
-      case .applied(let entry): landed.append((item, entry))
-      case .skipped: store.removeIncomingFile(incoming)
+        // The second name changed only the file's change time.
+        expected = .file(
+          inode: inode, size: size, modificationTime: mtime, changeTime: ctime,
+          executable: executable)
+      }
+      switch tree.apply(
+        .file(path: item.path, incoming: incoming.name, executable: item.executable),
+        expected: expected)
+      {
+      case .applied(let entry):
+        landed.append((item, entry))
+        if let replaced { keptBlobs += installReplaced(replaced) }
+      case .skipped:
+        discard(incoming)
+        if let replaced { unlink(replaced.link) }
       }
     }
+    if !keptBlobs.isEmpty { store.syncBlobFolders(of: keptBlobs.map(\.hex)) }
     // The new names must reach the disk before what the paths show is recorded, or a power
     // cut would bring the old content back under a record that says otherwise. One fsync per
     // folder after the whole batch: the first commits every rename of the batch at once.
-    var renamed = ready.map(\.incoming)
+    var renamed = ready.map(\.incoming.name)
     for case (_, .file(let inode, _, _, _, _)?) in landed {
       renamed.append(LocalStore.workingFileName(inode))
     }
@@ -124,11 +148,55 @@ extension SyncEngine {
     }
   }
 
-  /// Copies a blob into a new working file, checking it against its hash as it goes, with
-  /// the version's time, and makes it durable (here, or with its batch when `durable` is
-  /// false); nil when it cannot (the blob is damaged or missing: it is dropped, so that it is
-  /// fetched again).
-  private func prepare(_ item: FileApply, durable: Bool) -> String? {
+  /// When the version a path shows is about to be replaced and stays a conflict version whose
+  /// content only its clean working file holds, a second name for that file in the blob
+  /// folder, made before the replacing rename (no copy); nil otherwise.
+  private func keepReplacedContent(at path: DocumentPath, for incoming: ContentHash) -> (
+    link: String, hash: ContentHash
+  )? {
+    let old = withLock { () -> (ContentHash, UInt64)? in
+      guard let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+        case .file(let hash, _, _) = version.content, hash != incoming, !blobs.contains(hash),
+        state.conflicts[path]?.contains(where: { $0.content.blobHash == hash }) ?? false,
+        case .file(let inode, let size, let mtime, let ctime, _)? = tree?.entry(at: path),
+        size == record.size, mtime == record.modificationTime, ctime == record.changeTime
+      else { return nil }
+      return (hash, inode)
+    }
+    guard let (hash, inode) = old, let (link, fd) = blobs.temporaryFile() else { return nil }
+    close(fd)
+    unlink(link)
+    guard linkat(store.workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, link, 0) == 0
+    else { return nil }
+    return (link, hash)
+  }
+
+  /// Makes the second name of a replaced file its blob, once its bytes are checked (nothing
+  /// can write the file any more: a path with a writer is never replaced); the hashes kept.
+  private func installReplaced(_ replaced: (link: String, hash: ContentHash)) -> [ContentHash] {
+    let fd = open(replaced.link, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0, Self.holds(fd, replaced.hash) else {
+      if fd >= 0 { close(fd) }
+      unlink(replaced.link)
+      return []
+    }
+    guard (try? blobs.install(temporary: replaced.link, descriptor: fd, as: replaced.hash)) != nil
+    else { return [] }
+    return [replaced.hash]
+  }
+
+  /// Gives a new working file the content of a version, checked against its hash, with the
+  /// version's time, made durable (here, or with its batch when `durable` is false); nil when
+  /// it cannot (the content is damaged or not here: it is fetched again).
+  ///
+  /// A blob that nothing else needs (no conflict version, no version waiting to upload, no
+  /// other file of the batch) becomes the working file itself, renamed, not copied: the
+  /// document's content is then held once. Otherwise the content is copied, from the blob or
+  /// from a clean working file that holds it.
+  private func prepare(_ item: FileApply, durable: Bool, shared: Bool) -> Incoming? {
+    if !shared, let moved = moveBlob(item, durable: durable) {
+      return moved
+    }
     guard let (incoming, fd) = store.createIncomingFile() else {
       logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
       return nil
@@ -138,8 +206,7 @@ extension SyncEngine {
       close(fd)
       if !keep { store.removeIncomingFile(incoming) }
     }
-    let source = open(blobs.path(item.hash), O_RDONLY | O_CLOEXEC)
-    guard source >= 0 else {
+    guard let source = openContent(item.hash, preferring: item.path, anywhere: true) else {
       withLock { noteMissing(item.hash) }
       return nil
     }
@@ -164,21 +231,75 @@ extension SyncEngine {
       }
     }
     guard hasher.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
-      logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
-      blobs.remove(item.hash)
-      withLock { noteMissing(item.hash, .damagedHere) }
+      // A blob that lies is dropped; a working file that changed since it was chosen is not.
+      if Self.holdsNot(blobs.path(item.hash), item.hash) {
+        logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
+        blobs.remove(item.hash)
+        withLock { noteMissing(item.hash, .damagedHere) }
+      } else {
+        withLock { noteMissing(item.hash) }
+      }
       return nil
     }
-    let time = timespec(
-      tv_sec: Int(item.modificationTime.floorDivided(by: 1_000_000_000)),
-      tv_nsec: Int(item.modificationTime.floorRemainder(by: 1_000_000_000)))
-    _ = futimens(fd, [time, time])
+    Self.setTime(fd, item.modificationTime)
     guard !durable || fsync(fd) == 0 else {
       logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
       return nil
     }
     keep = true
-    return incoming
+    return Incoming(name: incoming, fromBlob: nil)
+  }
+
+  /// Renames the blob of `item` into a new working file after checking it against its hash;
+  /// nil when there is no such blob, or it cannot be moved (then the content is copied).
+  private func moveBlob(_ item: FileApply, durable: Bool) -> Incoming? {
+    let blob = blobs.path(item.hash)
+    let fd = open(blob, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    guard Self.holds(fd, item.hash) else {
+      logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
+      blobs.remove(item.hash)
+      withLock {
+        verifiedBlobs[item.hash] = nil
+        noteMissing(item.hash, .damagedHere)
+      }
+      return nil
+    }
+    let incoming = store.incomingName()
+    Self.setTime(fd, item.modificationTime)
+    guard !durable || fsync(fd) == 0,
+      renameat(AT_FDCWD, blob, store.workingFiles, incoming) == 0
+    else { return nil }
+    withLock { verifiedBlobs[item.hash] = nil }
+    return Incoming(name: incoming, fromBlob: item.hash)
+  }
+
+  /// A working file that did not make it into the tree: a moved blob goes back to the blob
+  /// folder (its content is still a version's), a copy is removed.
+  private func discard(_ incoming: Incoming) {
+    if let hash = incoming.fromBlob,
+      renameat(store.workingFiles, incoming.name, AT_FDCWD, blobs.path(hash)) == 0
+    {
+      return
+    }
+    store.removeIncomingFile(incoming.name)
+  }
+
+  /// Whether the blob file at `path` exists and does not hold `hash`.
+  private static func holdsNot(_ path: String, _ hash: ContentHash) -> Bool {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    return !holds(fd, hash)
+  }
+
+  /// Gives a file the version's modification time (and access time).
+  private static func setTime(_ fd: Int32, _ nanoseconds: Int64) {
+    let time = timespec(
+      tv_sec: Int(nanoseconds.floorDivided(by: 1_000_000_000)),
+      tv_nsec: Int(nanoseconds.floorRemainder(by: 1_000_000_000)))
+    _ = futimens(fd, [time, time])
   }
 }
 

@@ -38,8 +38,10 @@ extension SyncEngine {
     for plan in due {
       var contents: [ContentHash: [UInt8]] = [:]
       for hash in plan.neededContent.sorted() {
-        if !blobs.contains(hash) { _ = try await fetchBlob(hash) }
-        if let bytes = blobs.bytes(hash) { contents[hash] = bytes }
+        if !withLock({ holdsContent(hash, preferring: plan.path) }) {
+          _ = try await fetchBlob(hash)
+        }
+        if let bytes = contentBytes(hash, preferring: plan.path) { contents[hash] = bytes }
       }
       let outcome = plan.merge(contents: contents)
       guard case .merged(let bytes) = outcome else {
@@ -113,7 +115,8 @@ extension SyncEngine {
     {
       source = record.id
       guard source != merging.attributesSource else { return }
-      guard let bytes = blobs.bytes(hash) else { return }
+      guard let bytes = contentBytes(hash, preferring: MergeAttributes.filePath, locked: true)
+      else { return }
       attributes = MergeAttributes(fileContent: bytes)
     }
     guard source != merging.attributesSource else { return }

@@ -48,7 +48,7 @@ extension SyncEngine {
     -> String?
   {
     guard let hash = record.content.blobHash else { return nil }
-    if !blobs.contains(hash) {
+    if !withLock({ holdsContent(hash, preferring: record.path) }) {
       let size = record.content.size ?? 0
       withLock {
         download.totalFiles += 1

@@ -32,8 +32,10 @@ extension SyncEngine {
         try await learnErasures(now: forced)
         try await serveWantedBlobs()
         try await fetchMissingBlobs()
+        try await fetchMergeBases()
         try await autoMerge()
         await pruneIfDue()
+        trimContentCacheIfDue()
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
@@ -184,13 +186,16 @@ extension SyncEngine {
         throw .hub(error.description)
       }
       let sent = Set(ready.map(\.id))
-      try withLock { () throws(SyncError) in
+      let released = try withLock { () throws(SyncError) -> [ContentHash] in
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
         outbox.removeAll { sent.contains($0) }
         contentUploaded.subtract(sent)
         uploaded.files += ready.count
         uploaded.bytes = ready.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
+        return blobsHeldByWorkingFiles(ready)
       }
+      // The hub has them now, and the working files hold them: kept once here.
+      for hash in released { blobs.remove(hash) }
       logger.info("pushed \(ready.count) version(s)")
       logger.debug(
         "pushed versions of \(Set(ready.map(\.path.description)).sorted().joined(separator: ", "))")
@@ -207,8 +212,7 @@ extension SyncEngine {
     }
     for attempt in 0..<2 {
       if attempt == 1 && !withLock({ restoreBlob(hash) }) { return false }
-      let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { continue }
+      guard let fd = openContent(hash, anywhere: true) else { continue }
       defer { close(fd) }
       do {
         try await hub.putBlob(hash: hash.bytes, from: fd)
@@ -216,7 +220,7 @@ extension SyncEngine {
       } catch .integrity(let reason) {
         // Never upload content that no longer matches its name.
         logger.error(
-          "local blob \(hash.hex) does not match its hash and is not uploaded: \(reason)")
+          "local content \(hash.hex) does not match its hash and is not uploaded: \(reason)")
         blobs.remove(hash)
         // Fetched again unless the hub lacks it too (then it stays missing until restored).
         withLock { noteMissing(hash, .damagedHere) }

@@ -46,7 +46,9 @@ extension SyncEngine {
       return .builtIn
     }
     guard case .file(let hash, _, _) = record.content else { return .builtIn }
-    return blobs.bytes(hash).map { IgnoreRules(fileContent: $0) }
+    return contentBytes(hash, preferring: IgnoreRules.filePath, locked: true).map {
+      IgnoreRules(fileContent: $0)
+    }
   }
 
   /// Switches to `rules`. A path that becomes ignored keeps what it shows on every device and

@@ -64,9 +64,10 @@ extension SyncEngine {
       case .file(let inode, let size, let mtime, let ctime, let executable) = entry
     else { return nil }
     if let record = shown[path], let version = known[VersionID(digest(record.versionID))],
-      case .file(let hash, _, _) = version.content, record.size == size,
-      record.modificationTime == mtime, record.changeTime == ctime, blobs.contains(hash)
+      case .file = version.content, record.size == size,
+      record.modificationTime == mtime, record.changeTime == ctime
     {
+      // Unchanged: the file itself holds the content (``cleanWorkingFile(holding:preferring:)``).
       return nil
     }
     return HashJob(path: path, entry: entry, inode: inode, executable: executable)
@@ -146,7 +147,7 @@ extension SyncEngine {
         }
       }
       if path == IgnoreRules.filePath, case .file(let hash, _, _)? = window.after[path],
-        let bytes = blobs.bytes(hash)
+        let bytes = contentBytes(hash, preferring: path, locked: true)
       {
         adopt(IgnoreRules(fileContent: bytes))
       }
@@ -289,7 +290,7 @@ extension SyncEngine {
     case .file(_, let size, let mtime, let ctime, let executable):
       if let previous, case .file(let hash, let oldSize, _) = previous.content,
         let record = shown[path], record.size == size, record.modificationTime == mtime,
-        record.changeTime == ctime, blobs.contains(hash)
+        record.changeTime == ctime
       {
         return .file(hash: hash, size: oldSize, executable: executable)
       }
@@ -346,13 +347,14 @@ extension SyncEngine {
         return show(path, record, local)
       }
       guard let hash = record.content.blobHash else { return false }
-      guard blobs.contains(hash) else {
+      guard holdsContent(hash, preferring: path) else {
         noteMissing(hash)
         return false
       }
       if record.kind == .symlink {
-        guard let target = blobs.bytes(hash) else {
+        guard let target = contentBytes(hash, preferring: path, locked: true) else {
           blobs.remove(hash)
+          noteMissing(hash)
           return false
         }
         let time = record.contentTime ?? Int64(record.modified.wallMilliseconds) * 1_000_000

@@ -9,11 +9,29 @@ extension SyncEngine {
   /// missing or damaged, and then it is fetched again. Called without the lock.
   public func contentPath(of record: VersionRecord) -> String? {
     guard let hash = record.content.blobHash else { return nil }
-    let path = blobs.path(hash)
+    var path = blobs.path(hash)
     var info = stat()
-    guard stat(path, &info) == 0 else {
-      withLock { noteMissing(hash) }
-      return nil
+    if stat(path, &info) != 0 {
+      // The current version of a path (a merge reads it) has no blob: its clean file holds it.
+      guard
+        let inode = withLock({ () -> UInt64? in
+          guard let found = cleanWorkingFile(holding: hash, preferring: record.path) else {
+            noteMissing(hash)
+            return nil
+          }
+          return found
+        })
+      else { return nil }
+      path = store.directory + "/files/" + LocalStore.workingFileName(inode)
+      guard stat(path, &info) == 0 else { return nil }
+      let identity = BlobIdentity(info)
+      if withLock({ verifiedBlobs[hash] == identity }) { return path }
+      let fd = open(path, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return nil }
+      defer { close(fd) }
+      guard Self.holds(fd, hash) else { return nil }
+      withLock { verifiedBlobs[hash] = identity }
+      return path
     }
     let identity = BlobIdentity(info)
     if withLock({ verifiedBlobs[hash] == identity }) { return path }
@@ -140,7 +158,7 @@ extension SyncEngine {
     } catch {
       throw .hub(error.description)
     }
-    for hash in wanted.sorted() where blobs.contains(hash) {
+    for hash in wanted.sorted() where withLock({ holdsContent(hash, anywhere: true) }) {
       if try await uploadBlob(hash) {
         logger.info("put blob \(hash.hex) on the hub again: its copy there was damaged or lost")
       }

@@ -115,6 +115,7 @@ extension SyncEngine {
     let removed = try release(Set(released.map(\.id)))
     report.blobs = removed.blobs
     report.bytes = removed.bytes
+    trimContentCacheIfDue(force: true)
     try reclaimLocalSpace()
     logger.info(
       "released \(released.count) earlier version(s) and \(report.blobs) content file(s) (\(policy))"

@@ -141,6 +141,10 @@ public final class SyncEngine: @unchecked Sendable {
   var forgetRequested: UInt64 = 0
   /// The request the loop is running now: its caller waits for it whatever happens.
   var forgetRunning: UInt64?
+  /// When the loop last looked at the size of the content cache (monotonic milliseconds).
+  var lastCacheTrim: UInt64 = 0
+  /// The conflicts whose merge bases ``fetchMergeBases()`` last made sure of.
+  var conflictsWithBases: [DocumentPath: [VersionRecord]] = [:]
   private var loop: Task<Void, Never>?
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.

@@ -67,6 +67,10 @@ struct RestartTests {
       }
       try store.applySync(changes)
     case .fileWentBack:
+      // B holds version 2 in its working file alone (content held once): what the power cut
+      // took back comes from the hub again.
+      let hash = try #require(current.content.blobHash)
+      #expect(access(store.blobPath(hex: hash.hex), F_OK) != 0)
       let fd = openat(
         store.workingFiles, LocalStore.workingFileName(inode), O_WRONLY | O_TRUNC | O_CLOEXEC)
       #expect(fd >= 0)

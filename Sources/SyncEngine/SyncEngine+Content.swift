@@ -1,0 +1,165 @@
+import Crypto
+import DocumentModel
+import Glibc
+import LocalStore
+
+extension SyncEngine {
+  // MARK: - Where a version's content lives
+  //
+  // A device holds each current document's content once: in its working file while that file
+  // is clean (unchanged since it got the content its path shows), with no blob beside it. A
+  // blob is kept only for content that no clean working file holds for sure: conflict versions,
+  // content waiting to upload, symlink targets, and history fetched or left behind (a cache:
+  // whatever is not here is fetched from the hub again). Every reader goes through
+  // ``openContent(_:preferring:)`` or ``contentBytes(_:)``, and checks the hash as it reads.
+
+  /// The inode of a working file that holds `hash` as the version its path shows, unchanged
+  /// since (size, modification and change time as recorded): the file at `path`, or with
+  /// `anywhere`, any other file after it (a walk of every path shown: for the rare reader that
+  /// needs content a copied document shares, never for every document). Called with the lock
+  /// held.
+  func cleanWorkingFile(
+    holding hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false
+  ) -> UInt64? {
+    guard let tree else { return nil }
+    func check(_ path: DocumentPath, _ record: ShownRecord) -> UInt64? {
+      guard let version = known[VersionID(digest(record.versionID))],
+        case .file(hash, _, _) = version.content,
+        case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
+        size == record.size, mtime == record.modificationTime, ctime == record.changeTime
+      else { return nil }
+      return inode
+    }
+    if let path, let record = shown[path], let inode = check(path, record) { return inode }
+    guard anywhere else { return nil }
+    for (other, record) in shown where other != path {
+      if let inode = check(other, record) { return inode }
+    }
+    return nil
+  }
+
+  /// Whether this device holds the content `hash`, as a blob or a clean working file. Called
+  /// with the lock held.
+  func holdsContent(
+    _ hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false
+  ) -> Bool {
+    blobs.contains(hash)
+      || cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) != nil
+  }
+
+  /// The content `hash` open for reading (the caller closes it), from its blob or else from a
+  /// clean working file; nil when this device holds it nowhere. The caller checks the bytes
+  /// against the hash as it reads them: a working file can change under a reader. `locked`
+  /// says whether the caller holds the lock.
+  func openContent(
+    _ hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false,
+    locked: Bool = false
+  ) -> Int32? {
+    let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
+    if fd >= 0 { return fd }
+    let find = { self.cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) }
+    guard let inode = locked ? find() : withLock(find) else { return nil }
+    let file = openat(
+      store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+    return file >= 0 ? file : nil
+  }
+
+  /// The bytes of small content (a symlink target, a pattern file, text to merge), checked
+  /// against the hash; nil when this device does not hold it intact. `locked` as for
+  /// ``openContent(_:preferring:locked:)``.
+  func contentBytes(_ hash: ContentHash, preferring path: DocumentPath? = nil, locked: Bool = false)
+    -> [UInt8]?
+  {
+    if let bytes = blobs.bytes(hash) { return bytes }
+    guard let fd = openContent(hash, preferring: path, locked: locked) else { return nil }
+    defer { close(fd) }
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 { return nil }
+      if n == 0 { break }
+      result += buffer[0..<n]
+    }
+    return ContentHash(of: result) == hash ? result : nil
+  }
+
+  /// The blobs that must stay even when a clean working file holds the same bytes: those a
+  /// version waiting to upload names (the working file may change before the upload), and
+  /// those of conflict versions (they must read offline, and outlive the current file). Made
+  /// once per batch: O(outbox + conflict versions). Called with the lock held.
+  func blobsThatMustStay() -> Set<ContentHash> {
+    var kept: Set<ContentHash> = []
+    for id in outbox { if let hash = known[id]?.content.blobHash { kept.insert(hash) } }
+    for versions in state.conflicts.values {
+      for record in versions { if let hash = record.content.blobHash { kept.insert(hash) } }
+    }
+    return kept
+  }
+
+  /// After the hub has the versions `sent`: drops each file's blob that the clean working file
+  /// of its path holds, so the document's content is kept once. Called with the lock held;
+  /// returns the blobs to remove, which the caller removes outside it. Should the file change
+  /// in between, the content stays on the hub, like any earlier version's.
+  func blobsHeldByWorkingFiles(_ sent: [VersionRecord]) -> [ContentHash] {
+    var release: [ContentHash] = []
+    let kept = blobsThatMustStay()
+    for record in sent {
+      guard record.kind == .file, !Self.keepsBlob(record.path),
+        case .file(let hash, _, _) = record.content,
+        !release.contains(hash), blobs.contains(hash), !kept.contains(hash),
+        cleanWorkingFile(holding: hash, preferring: record.path) != nil
+      else { continue }
+      release.append(hash)
+      verifiedBlobs[hash] = nil
+    }
+    return release
+  }
+
+  /// Whether the content of this path always keeps its blob: the pattern and attribute files
+  /// are read while the engine decides, before and after they land, and are small.
+  static func keepsBlob(_ path: DocumentPath) -> Bool {
+    path == IgnoreRules.filePath || path == MergeAttributes.filePath
+  }
+
+  /// Fetches the content of the merge bases of documents in conflict that this device no longer
+  /// holds (an earlier version, kept only in its working file until an edit replaced it), so
+  /// that `.versions/<path>/base` and `merged` read offline and list the same on every device
+  /// once a sync returns. Looks again only when the conflicts changed.
+  func fetchMergeBases() async throws(SyncError) {
+    let (conflicts, wanted) = withLock { () -> ([DocumentPath: [VersionRecord]], [ContentHash]) in
+      guard state.conflicts != conflictsWithBases else { return (state.conflicts, []) }
+      let wanted = known.mergeBases(in: state).compactMap { known[$0]?.content.blobHash }
+        .filter { !holdsContent($0) }
+      return (state.conflicts, Array(Set(wanted)).sorted())
+    }
+    for hash in wanted {
+      if let wait = try await fetchBlob(hash) {
+        withLock { noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000) }
+      }
+    }
+    withLock { conflictsWithBases = conflicts }
+  }
+
+  /// Checks that an open file holds `hash`, reading it from the start.
+  static func holds(_ fd: Int32, _ hash: ContentHash) -> Bool {
+    var hasher = SHA256()
+    // No larger than the file: clearing a MiB for each of many small files showed in profiles.
+    var info = stat()
+    let size = fstat(fd, &info) == 0 ? max(Int(info.st_size), 4096) + 1 : 1 << 20
+    var buffer = [UInt8](repeating: 0, count: min(size, 1 << 20))
+    var offset: off_t = 0
+    while true {
+      let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 { return false }
+      if n == 0 { break }
+      buffer.withUnsafeBytes {
+        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
+      }
+      offset += off_t(n)
+    }
+    return hasher.finalize().withUnsafeBytes { Array($0) } == hash.bytes
+  }
+}

@@ -1,0 +1,82 @@
+import DocumentModel
+import Glibc
+
+extension SyncEngine {
+  // MARK: - History content is a cache
+
+  /// The most the blob folder keeps beyond what the device needs (current and conflict
+  /// versions, content waiting to upload or to land): earlier versions read in `.history`,
+  /// resolved conflict versions, merge bases, saves that were overtaken before they went up.
+  /// Beyond it the least recently used go; `.history` fetches them again from the hub.
+  static let contentCacheBytes: Int64 = 512 << 20
+
+  /// How long content that was just stored or read is safe from the trim (seconds).
+  static let contentCacheGraceSeconds = 600
+
+  /// How often the loop looks at the blob folder's size (milliseconds).
+  static let contentCacheCheckMilliseconds: UInt64 = 60_000
+
+  /// Trims the cache of earlier versions' content to ``contentCacheBytes`` when it is due
+  /// (once a minute), or now when `force`. Walks the blob folder outside the lock.
+  func trimContentCacheIfDue(force: Bool = false) {
+    let now = monotonicMilliseconds()
+    let due = withLock { () -> Bool in
+      guard force || now >= saturatingSum(lastCacheTrim, Self.contentCacheCheckMilliseconds)
+      else { return false }
+      lastCacheTrim = now
+      return true
+    }
+    guard due else { return }
+    var files: [(hex: String, size: Int64, used: Int)] = []
+    var total: Int64 = 0
+    let digits = Array("0123456789abcdef")
+    for shard in 0..<256 {
+      let folder = store.blobFolder + "/" + String([digits[shard >> 4], digits[shard & 0xf]])
+      guard let dir = opendir(folder) else { continue }
+      while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) {
+          String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+        }
+        guard name.utf8.count == 64 else { continue }
+        var info = stat()
+        guard stat(folder + "/" + name, &info) == 0 else { continue }
+        let size = Int64(info.st_blocks) * 512
+        total += size
+        let used = max(info.st_atim.tv_sec, info.st_mtim.tv_sec)
+        // Never what arrived or was read a moment ago: a `.history` read opens what it just
+        // fetched, and a save's copy is made before the record that names it.
+        if used > time(nil) - Self.contentCacheGraceSeconds { continue }
+        files.append((name, size, used))
+      }
+      closedir(dir)
+    }
+    guard total > Self.contentCacheBytes else { return }
+    let needed = withLock { () -> Set<String> in
+      var needed: Set<String> = []
+      for id in outbox { if let hash = known[id]?.content.blobHash { needed.insert(hash.hex) } }
+      for versions in state.conflicts.values {
+        for record in versions { if let hash = record.content.blobHash { needed.insert(hash.hex) } }
+      }
+      for case .document(let record) in state.entries.values {
+        if let hash = record.content.blobHash { needed.insert(hash.hex) }
+      }
+      for id in known.mergeBases(in: state) {
+        if let hash = known[id]?.content.blobHash { needed.insert(hash.hex) }
+      }
+      for item in pendingApplies.values { needed.insert(item.hash.hex) }
+      for hash in missingBlobs.keys { needed.insert(hash.hex) }
+      return needed
+    }
+    var removed = 0
+    for file in files.filter({ !needed.contains($0.hex) }).sorted(by: { $0.used < $1.used }) {
+      guard total > Self.contentCacheBytes else { break }
+      unlink(store.blobPath(hex: file.hex))
+      total -= file.size
+      removed += 1
+    }
+    if removed > 0 {
+      withLock { verifiedBlobs.removeAll() }
+      logger.info("let go of \(removed) cached earlier version(s) beyond the cache's bound")
+    }
+  }
+}
