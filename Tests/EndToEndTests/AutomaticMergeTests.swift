@@ -83,8 +83,12 @@ struct AutomaticMergeTests {
         #expect(try read(device.path("plan.md")) == merged, "\(device.name)")
         #expect(try findVersions(device).isEmpty, "\(device.name)")
         #expect(try device.status().conflicts.isEmpty, "\(device.name)")
-        #expect(device.log().contains("merged plan.md automatically"), "\(device.logTail())")
       }
+      // Every device makes the same merge record; one that hears of it from the hub before its
+      // own settle time ends takes that one and merges nothing itself.
+      #expect(
+        devices.contains { $0.log().contains("merged plan.md automatically") },
+        "\(devices.map { $0.logTail() })")
       try expectSameTree(a, b)
       try expectSameTree(a, c)
       let merges = try hubRecords(library, of: "plan.md").filter { $0.parents.count > 1 }
