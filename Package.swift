@@ -122,7 +122,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "library-generator",
-      dependencies: ["DocumentModel", "Hub", "LocalStore"],
+      dependencies: ["DocumentModel", "Hub", "LocalStore", "SyncEngine"],
       path: "Tools/LibraryGenerator",
       swiftSettings: strict
     ),

@@ -24,8 +24,11 @@ public struct ShownRecord: Sendable, Equatable {
 
 /// The sync engine's durable state, loaded at mount.
 public struct SyncSnapshot: Sendable {
-  /// Every known version record: id and canonical encoding.
-  public var versions: [(id: [UInt8], payload: [UInt8])] = []
+  /// The heads of every path (the versions no stored version follows): id and canonical
+  /// encoding. Older records stay on disk (`StoredVersion`).
+  public var heads: [(id: [UInt8], payload: [UInt8])] = []
+  /// The paths that have earlier versions `.history` shows.
+  public var historyPaths: [[UInt8]] = []
   /// Ids of records not yet on the hub, oldest first.
   public var outbox: [[UInt8]] = []
   public var shown: [ShownRecord] = []
@@ -36,7 +39,7 @@ public struct SyncSnapshot: Sendable {
 
 /// One change to the sync engine's durable state.
 public enum SyncChange: Sendable {
-  case addVersion(id: [UInt8], payload: [UInt8])
+  case addVersion(StoredVersion)
   case enqueue(id: [UInt8])
   case dequeue(id: [UInt8])
   case show(ShownRecord)
@@ -52,8 +55,13 @@ extension LocalStore {
     do {
       return try database.read { db in
         var snapshot = SyncSnapshot()
-        for row in try Row.fetchAll(db, sql: "SELECT id, payload FROM versions") {
-          snapshot.versions.append(([UInt8](row[0] as Data), [UInt8](row[1] as Data)))
+        for row in try Row.fetchAll(
+          db, sql: "SELECT v.id, v.payload FROM heads h JOIN versions v ON v.id = h.id")
+        {
+          snapshot.heads.append(([UInt8](row[0] as Data), [UInt8](row[1] as Data)))
+        }
+        for path in try Data.fetchAll(db, sql: "SELECT path FROM history_paths") {
+          snapshot.historyPaths.append([UInt8](path))
         }
         for row in try Row.fetchAll(db, sql: "SELECT id FROM outbox ORDER BY seq") {
           snapshot.outbox.append([UInt8](row[0] as Data))
@@ -88,10 +96,8 @@ extension LocalStore {
       try database.write { db in
         for change in changes {
           switch change {
-          case .addVersion(let id, let payload):
-            try db.cachedStatement(
-              sql: "INSERT OR IGNORE INTO versions (id, payload) VALUES (?, ?)"
-            ).execute(arguments: [Data(id), Data(payload)])
+          case .addVersion(let version):
+            try Self.add(version, in: db)
           case .enqueue(let id):
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox (id) VALUES (?)")
               .execute(arguments: [Data(id)])

@@ -133,6 +133,29 @@ public final class LocalStore: @unchecked Sendable {
       // the ancestry that tells heads apart.
       try db.execute(sql: "CREATE TABLE released (id BLOB PRIMARY KEY) WITHOUT ROWID")
     }
+    migrator.registerMigration("v5: indexes that let records stay on disk") { db in
+      // The engine keeps only the heads of each path in memory and reads older records here
+      // (`StoredVersion`). Rows stored before this step have no path yet: the engine decodes
+      // them once and fills the columns (`indexVersions`), then `finishIndexing` derives the
+      // heads and the paths with history; `records_indexed` says that has been done.
+      try db.execute(
+        sql: """
+          ALTER TABLE versions ADD COLUMN path BLOB;
+          ALTER TABLE versions ADD COLUMN document INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE versions ADD COLUMN hash BLOB;
+          CREATE INDEX versions_by_path ON versions(path);
+          CREATE INDEX versions_by_hash ON versions(hash) WHERE hash IS NOT NULL;
+          CREATE TABLE version_parents (
+            parent BLOB NOT NULL,
+            child BLOB NOT NULL,
+            PRIMARY KEY (parent, child)
+          ) WITHOUT ROWID;
+          CREATE TABLE heads (id BLOB PRIMARY KEY) WITHOUT ROWID;
+          CREATE TABLE history_paths (path BLOB PRIMARY KEY) WITHOUT ROWID;
+          INSERT INTO sync_meta (key, value)
+            SELECT 'records_indexed', X'01' WHERE NOT EXISTS (SELECT 1 FROM versions);
+          """)
+    }
     return migrator
   }
 

@@ -152,6 +152,7 @@ public final class SyncEngine: @unchecked Sendable {
     blobs = BlobStore(store: store)
     let snapshot: SyncSnapshot
     do {
+      try Self.indexStoredRecords(store, logger: logger)
       snapshot = try store.loadSync()
     } catch {
       throw .local(error.description)
@@ -166,39 +167,29 @@ public final class SyncEngine: @unchecked Sendable {
     author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
     cursor = HubCursor(
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
-    var records: [VersionRecord] = []
-    records.reserveCapacity(snapshot.versions.count)
+    // Only the heads come into memory: every older record stays in the local database and is
+    // read when a decision needs it, so start-up and memory follow the live library.
+    var heads: [VersionRecord] = []
+    heads.reserveCapacity(snapshot.heads.count)
     let now = wallMilliseconds()
-    for (id, payload) in snapshot.versions {
-      guard let digest = Digest256(bytes: id),
-        let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
-      else {
-        logger.error("a stored version record fails its check and is ignored")
-        continue
-      }
+    for (id, payload) in snapshot.heads {
       // An earlier docsync stored remote records unchecked: one that would trap or misbehave
       // here is left out at every start, rather than crash every start.
-      if let problem = RecordCheck.structuralProblem(with: record) {
-        logger.error("stored version \(record.id.hex) is ignored: \(problem)")
-        continue
-      }
-      records.append(record)
+      guard let record = StoreArchive.decode(id, payload, logger: logger) else { continue }
+      heads.append(record)
       // Nor does a stored time far ahead of the clock drag this device's clock along again.
+      // Heads are enough: every other version is older than a version that follows it.
       if record.modified.wallMilliseconds <= saturatingSum(now, RecordCheck.maximumLeadMilliseconds)
       {
         author.observe(record)
       }
     }
-    known = VersionSet(records)
+    known = VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger))
     state = LibraryState(known)
-    do {
-      let released = try store.loadReleased().compactMap {
-        Digest256(bytes: $0).map(VersionID.init)
-      }
-      history = HistoryIndex(known, released: Set(released))
-    } catch {
-      throw .local(error.description)
-    }
+    history = HistoryIndex(
+      pathsWithEarlierVersions: snapshot.historyPaths.map {
+        DocumentPath(components: Self.components($0))
+      })
     for record in snapshot.shown {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
@@ -220,6 +211,31 @@ public final class SyncEngine: @unchecked Sendable {
   }
 
   deinit { pthread_mutex_destroy(&mutex) }
+
+  /// Fills the index columns of records stored before schema v5 (decoding each once), then
+  /// derives the heads and the paths with history: once, at the first start after an update.
+  static func indexStoredRecords(_ store: LocalStore, logger: Logger) throws(LocalStoreError) {
+    guard try !store.recordsIndexed() else { return }
+    var count = 0
+    while true {
+      let batch = try store.unindexedVersions(limit: 2000)
+      guard !batch.isEmpty else { break }
+      try store.indexVersions(
+        batch.map { id, payload in
+          guard let digest = Digest256(bytes: id),
+            let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
+          else {
+            return StoredVersion(
+              id: id, payload: payload, path: [], parents: [], isDocument: false,
+              contentHash: nil)
+          }
+          return record.stored
+        })
+      count += batch.count
+    }
+    try store.finishIndexing()
+    logger.info("indexed \(count) stored version record(s)")
+  }
 
   func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
     pthread_mutex_lock(&mutex)
@@ -452,7 +468,7 @@ public final class SyncEngine: @unchecked Sendable {
       do {
         try persist(
           records.flatMap {
-            [.addVersion(id: $0.id.bytes, payload: $0.encoded), .enqueue(id: $0.id.bytes)]
+            [.addVersion($0.stored), .enqueue(id: $0.id.bytes)]
           })
       } catch {
         logger.error("cannot record a resolution: \(error)")

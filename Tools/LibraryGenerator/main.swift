@@ -12,6 +12,7 @@ import Foundation
 import Glibc
 import Hub
 import LocalStore
+import SyncEngine
 
 struct Arguments {
   var hub = ""
@@ -126,7 +127,7 @@ var total = 0
     HubRecord(
       id: record.id.bytes, payload: record.encoded,
       blobs: record.content.blobHash.map { [$0.bytes] } ?? []))
-  stateBatch.append(.addVersion(id: record.id.bytes, payload: record.encoded))
+  stateBatch.append(.addVersion(record.stored))
   total += 1
 }
 
