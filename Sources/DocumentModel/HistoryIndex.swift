@@ -50,10 +50,12 @@ public struct HistoryIndex: Sendable, Equatable {
     released.contains(id) || set.archive?.isReleased(id) == true
   }
 
-  /// Recomputes which of `touched` paths have earlier versions.
+  /// Recomputes which of `touched` paths have earlier versions: O(1) per path with an archive,
+  /// O(versions of the path) without.
   public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>) {
     for path in touched where !path.isRoot {
-      let has = !earlier(at: path, in: set).isEmpty
+      let has =
+        set.archive?.hasEarlierVersions(at: path) ?? !earlier(at: path, in: set).isEmpty
       guard has != paths.contains(path) else { continue }
       if has { paths.insert(path) } else { paths.remove(path) }
       adjustAncestors(of: path, by: has ? 1 : -1)

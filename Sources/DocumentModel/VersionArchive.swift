@@ -16,4 +16,8 @@ public protocol VersionArchive: Sendable {
   func versions(withContent hash: ContentHash) -> [VersionID]
   /// Whether retention released the content of version `id`.
   func isReleased(_ id: VersionID) -> Bool
+  /// Whether `path` has a file or symlink version that some stored version follows and that
+  /// retention has not released: one that `.history` lists. Kept by the archive, so that a save
+  /// does not read a long history to answer it.
+  func hasEarlierVersions(at path: DocumentPath) -> Bool
 }

@@ -93,6 +93,15 @@ extension LocalStore {
     }
   }
 
+  /// Whether `path` has an earlier version `.history` lists (see `add(_:in:)`).
+  public func hasHistory(at path: [UInt8]) throws(LocalStoreError) -> Bool {
+    try reading { db in
+      try Bool.fetchOne(
+        db, sql: "SELECT EXISTS (SELECT 1 FROM history_paths WHERE path = ?)",
+        arguments: [Data(path)]) ?? false
+    }
+  }
+
   // MARK: - Indexing records stored before schema v5
 
   /// Whether every stored record has its index columns and the derived tables are built.

@@ -36,6 +36,10 @@ struct StoreArchive: VersionArchive {
     read { () throws(LocalStoreError) in try store.isReleased(id.bytes) } ?? false
   }
 
+  func hasEarlierVersions(at path: DocumentPath) -> Bool {
+    read { () throws(LocalStoreError) in try store.hasHistory(at: path.bytes) } ?? false
+  }
+
   private func read<T>(_ body: () throws(LocalStoreError) -> T) -> T? {
     do {
       return try body()

@@ -216,15 +216,16 @@ public final class SyncEngine: @unchecked Sendable {
   /// derives the heads and the paths with history: once, at the first start after an update.
   static func indexStoredRecords(_ store: LocalStore, logger: Logger) throws(LocalStoreError) {
     guard try !store.recordsIndexed() else { return }
+    let decode = { StoreArchive.decode($0, $1, logger: logger) }
     var count = 0
     while true {
       let batch = try store.unindexedVersions(limit: 2000)
       guard !batch.isEmpty else { break }
       try store.indexVersions(
         batch.map { id, payload in
-          guard let digest = Digest256(bytes: id),
-            let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
-          else {
+          // A record an earlier docsync stored unchecked is indexed as nothing: no path, no
+          // parents, so it hides no head, as when it was left out at every load.
+          guard let record = decode(id, payload) else {
             return StoredVersion(
               id: id, payload: payload, path: [], parents: [], isDocument: false,
               contentHash: nil)

@@ -30,4 +30,11 @@ final class MemoryArchive: VersionArchive, @unchecked Sendable {
   }
 
   func isReleased(_ id: VersionID) -> Bool { released.contains(id) }
+
+  func hasEarlierVersions(at path: DocumentPath) -> Bool {
+    records(at: path).contains { record in
+      (record.kind == .file || record.kind == .symlink) && !followers(of: record.id).isEmpty
+        && !released.contains(record.id)
+    }
+  }
 }
