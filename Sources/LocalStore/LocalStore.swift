@@ -164,7 +164,8 @@ public final class LocalStore: @unchecked Sendable {
     do {
       return try database.read { db in
         var snapshot = Snapshot()
-        for row in try Row.fetchAll(db, sql: "SELECT * FROM inodes") {
+        let inodes = try Row.fetchCursor(db, sql: "SELECT * FROM inodes")
+        while let row = try inodes.next() {
           let target: Data? = row["target"]
           snapshot.inodes.append(
             InodeRecord(
@@ -174,13 +175,15 @@ public final class LocalStore: @unchecked Sendable {
               modificationTime: row["mtime"], changeTime: row["ctime"],
               target: target.map { [UInt8]($0) }))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT parent, name, ino FROM entries") {
+        let entries = try Row.fetchCursor(db, sql: "SELECT parent, name, ino FROM entries")
+        while let row = try entries.next() {
           snapshot.entries.append(
             EntryRecord(
               parent: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),
               inode: UInt64(row[2] as Int64)))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT ino, name, value FROM xattrs") {
+        let attributes = try Row.fetchCursor(db, sql: "SELECT ino, name, value FROM xattrs")
+        while let row = try attributes.next() {
           snapshot.extendedAttributes.append(
             ExtendedAttributeRecord(
               inode: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),

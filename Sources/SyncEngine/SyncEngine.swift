@@ -150,10 +150,17 @@ public final class SyncEngine: @unchecked Sendable {
     self.mergeSettleMilliseconds = mergeSettleMilliseconds
     self.logger = logger
     blobs = BlobStore(store: store)
+    // Only the heads come into memory: every older record stays in the local database and is
+    // read when a decision needs it, so start-up and memory follow the live library. An
+    // earlier docsync stored remote records unchecked: one that would trap or misbehave here is
+    // left out at every start, rather than crash every start.
+    var heads: [VersionRecord] = []
     let snapshot: SyncSnapshot
     do {
       try Self.indexStoredRecords(store, logger: logger)
-      snapshot = try store.loadSync()
+      snapshot = try store.loadSync { id, payload in
+        if let record = StoreArchive.decode(id, payload, logger: logger) { heads.append(record) }
+      }
     } catch {
       throw .local(error.description)
     }
@@ -167,17 +174,9 @@ public final class SyncEngine: @unchecked Sendable {
     author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
     cursor = HubCursor(
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
-    // Only the heads come into memory: every older record stays in the local database and is
-    // read when a decision needs it, so start-up and memory follow the live library.
-    var heads: [VersionRecord] = []
-    heads.reserveCapacity(snapshot.heads.count)
     let now = wallMilliseconds()
-    for (id, payload) in snapshot.heads {
-      // An earlier docsync stored remote records unchecked: one that would trap or misbehave
-      // here is left out at every start, rather than crash every start.
-      guard let record = StoreArchive.decode(id, payload, logger: logger) else { continue }
-      heads.append(record)
-      // Nor does a stored time far ahead of the clock drag this device's clock along again.
+    for record in heads {
+      // A stored time far ahead of the clock does not drag this device's clock along again.
       // Heads are enough: every other version is older than a version that follows it.
       if record.modified.wallMilliseconds <= saturatingSum(now, RecordCheck.maximumLeadMilliseconds)
       {
