@@ -104,12 +104,17 @@ extension LocalStore {
 
   // MARK: - Indexing records stored before schema v5
 
-  /// Whether every stored record has its index columns and the derived tables are built.
+  /// Whether every stored record has its index columns and the derived tables are built. An
+  /// earlier docsync that opened this state after an update stores records without them (and
+  /// keeps no derived table): they are indexed, and the tables derived again, at the next start.
   public func recordsIndexed() throws(LocalStoreError) -> Bool {
     try reading { db in
       try Bool.fetchOne(
-        db, sql: "SELECT EXISTS (SELECT 1 FROM sync_meta WHERE key = 'records_indexed')")
-        ?? false
+        db,
+        sql: """
+          SELECT EXISTS (SELECT 1 FROM sync_meta WHERE key = 'records_indexed')
+            AND NOT EXISTS (SELECT 1 FROM versions WHERE path IS NULL)
+          """) ?? false
     }
   }
 
