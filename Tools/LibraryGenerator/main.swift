@@ -95,7 +95,9 @@ let gid = getgid()
 let contentTime: Int64 = 1_700_000_000_000_000_000
 let now = UInt64(Date().timeIntervalSince1970 * 1000)
 let folders = (arguments.documents + 999) / 1000
-var nextInode: UInt64 = 2
+// Inodes below 16 are the mount's own (2 is `.versions`, 3 is `.history`): the tree starts
+// above them, as DocumentFileSystem allocates.
+var nextInode: UInt64 = 16
 
 @MainActor func node(_ inode: UInt64, mode: UInt32) -> InodeRecord {
   InodeRecord(
