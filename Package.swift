@@ -122,6 +122,12 @@ let package = Package(
       swiftSettings: strict
     ),
     .executableTarget(
+      name: "library-generator",
+      dependencies: ["DocumentModel", "Hub", "LocalStore", "SyncEngine"],
+      path: "Tools/LibraryGenerator",
+      swiftSettings: strict
+    ),
+    .executableTarget(
       name: "memoryfs-example",
       dependencies: ["FuseLowLevel"],
       path: "Tools/MemoryFS",

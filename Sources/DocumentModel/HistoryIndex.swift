@@ -7,13 +7,16 @@
 /// of `.history/<folder>/` costs O(its entries) and an update O(versions of the touched path ×
 /// its depth), whatever the length of the whole library's history.
 public struct HistoryIndex: Sendable, Equatable {
-  /// The earlier versions of each path that has some, in arrival order.
-  private var versions: [DocumentPath: [VersionID]] = [:]
+  /// The paths that have earlier versions. The versions themselves are read from the set when
+  /// asked for (from its archive, when it has one), so the index costs memory per path, not
+  /// per version.
+  public private(set) var paths: Set<DocumentPath> = []
   /// For each folder, each child name and how many paths with earlier versions are at or below
   /// it.
   private var below: [DocumentPath: [[UInt8]: Int]] = [:]
   /// Versions whose content retention let go: their records stay (they carry the ancestry
-  /// every device needs to tell heads), but nothing shows them.
+  /// every device needs to tell heads), but nothing shows them. With an archive, the archive
+  /// says which (`VersionArchive.isReleased`) and this holds none.
   public private(set) var released: Set<VersionID> = []
 
   public init() {}
@@ -24,28 +27,48 @@ public struct HistoryIndex: Sendable, Equatable {
     update(from: set, touched: set.paths)
   }
 
-  /// Takes versions out of the history for good: retention released them.
+  /// The index of a set whose archive found these paths with earlier versions.
+  public init(pathsWithEarlierVersions: some Sequence<DocumentPath>) {
+    for path in pathsWithEarlierVersions where !path.isRoot && paths.insert(path).inserted {
+      adjustAncestors(of: path, by: 1)
+    }
+  }
+
+  /// Takes versions out of the history for good: retention released them (and the set's
+  /// archive, if any, says so already).
   public mutating func release(_ ids: some Sequence<VersionID>, in set: VersionSet) {
     var touched: Set<DocumentPath> = []
-    for id in ids where released.insert(id).inserted {
+    for id in ids {
+      if set.archive == nil { released.insert(id) }
       if let record = set[id] { touched.insert(record.path) }
     }
     update(from: set, touched: touched)
   }
 
-  /// Recomputes the earlier versions of `touched` paths.
+  /// Whether retention released the content of `id`.
+  public func isReleased(_ id: VersionID, in set: VersionSet) -> Bool {
+    released.contains(id) || set.archive?.isReleased(id) == true
+  }
+
+  /// Recomputes which of `touched` paths have earlier versions: O(1) per path with an archive,
+  /// O(versions of the path) without.
   public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>) {
     for path in touched where !path.isRoot {
-      let heads = Set(set.heads(at: path).map(\.id))
-      let earlier = set.ids(at: path).filter { id in
-        guard !heads.contains(id), !released.contains(id), let record = set[id] else {
-          return false
-        }
-        return record.kind == .file || record.kind == .symlink
-      }
-      let had = versions[path] != nil
-      versions[path] = earlier.isEmpty ? nil : earlier
-      if had != !earlier.isEmpty { adjustAncestors(of: path, by: earlier.isEmpty ? -1 : 1) }
+      let has =
+        set.archive?.hasEarlierVersions(at: path) ?? !earlier(at: path, in: set).isEmpty
+      guard has != paths.contains(path) else { continue }
+      if has { paths.insert(path) } else { paths.remove(path) }
+      adjustAncestors(of: path, by: has ? 1 : -1)
+    }
+  }
+
+  /// The file and symlink versions of `path` that some version follows and that retention has
+  /// not released, in the set's order.
+  private func earlier(at path: DocumentPath, in set: VersionSet) -> [VersionRecord] {
+    let heads = Set(set.heads(at: path).map(\.id))
+    return set.records(at: path).filter { record in
+      (record.kind == .file || record.kind == .symlink) && !heads.contains(record.id)
+        && !isReleased(record.id, in: set)
     }
   }
 
@@ -59,8 +82,11 @@ public struct HistoryIndex: Sendable, Equatable {
     }
   }
 
-  /// The earlier versions of the document at `path`, in arrival order.
-  public func earlierVersions(at path: DocumentPath) -> [VersionID] { versions[path] ?? [] }
+  /// The earlier versions of the document at `path`, in the set's order (arrival order without
+  /// an archive).
+  public func earlierVersions(at path: DocumentPath, in set: VersionSet) -> [VersionRecord] {
+    paths.contains(path) ? earlier(at: path, in: set) : []
+  }
 
   /// The names in `.history/<folder>/` that are folders: the paths below it with earlier
   /// versions (a document's own folder among them).
@@ -72,7 +98,4 @@ public struct HistoryIndex: Sendable, Equatable {
   public func hasFolder(_ path: DocumentPath) -> Bool {
     path.isRoot || below[path.parent]?[path.name] != nil
   }
-
-  /// Every path that has earlier versions.
-  public var paths: Dictionary<DocumentPath, [VersionID]>.Keys { versions.keys }
 }

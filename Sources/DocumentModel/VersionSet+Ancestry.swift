@@ -1,11 +1,16 @@
 extension VersionSet {
   /// `id` and every known version it descends from.
-  public func ancestry(of id: VersionID) -> Set<VersionID> {
-    var seen: Set<VersionID> = []
+  public func ancestry(of id: VersionID) -> Set<VersionID> { Set(ancestryRecords(of: id).keys) }
+
+  /// `id` and every known version it descends from, with their records (each read once, from
+  /// memory or the archive).
+  func ancestryRecords(of id: VersionID) -> [VersionID: VersionRecord] {
+    var seen: [VersionID: VersionRecord] = [:]
     var stack = [id]
     while let next = stack.popLast() {
-      guard records[next] != nil, seen.insert(next).inserted else { continue }
-      stack += records[next]!.parents
+      guard seen[next] == nil, let record = self[next] else { continue }
+      seen[next] = record
+      stack += record.parents
     }
     return seen
   }
@@ -16,13 +21,18 @@ extension VersionSet {
   /// that knows the same versions picks the same one. Nil when history no longer has one.
   public func nearestCommonAncestor(of ids: [VersionID]) -> VersionRecord? {
     guard let first = ids.first else { return nil }
-    var common = ancestry(of: first)
-    for id in ids.dropFirst() { common.formIntersection(ancestry(of: id)) }
+    var known = ancestryRecords(of: first)
+    var common = Set(known.keys)
+    for id in ids.dropFirst() {
+      let more = ancestryRecords(of: id)
+      common.formIntersection(more.keys)
+      known.merge(more) { first, _ in first }
+    }
     // Common ancestors are closed under "parent of": a version that is an ancestor of another
     // common one is a parent of some common one, so the nearest are those that are nobody's.
     var nearest = common
-    for id in common { nearest.subtract(records[id]!.parents) }
-    return nearest.compactMap { records[$0] }.max { ($0.modified, $0.id) < ($1.modified, $1.id) }
+    for id in common { nearest.subtract(known[id]!.parents) }
+    return nearest.compactMap { known[$0] }.max { ($0.modified, $0.id) < ($1.modified, $1.id) }
   }
 
   /// The ancestors that merging the documents in conflict in `state` reads: for each such

@@ -3,45 +3,89 @@
 /// Records may arrive in any order, twice, or before their parents: a version is a head when no
 /// known record names it as a parent, which needs no causal delivery. Adding a record costs
 /// O(parents), so the whole set is built in O(records).
+///
+/// Without an archive the set holds every record in memory. With one (see `VersionArchive`) it
+/// holds only the heads, and reads older records from the archive on demand: a device's set
+/// then costs memory for its live library, whatever the length of its history.
 public struct VersionSet: Sendable {
+  /// The records held in memory: every known one, or only the heads when there is an archive.
   public private(set) var records: [VersionID: VersionRecord] = [:]
-  /// Ids that some known record names as a parent (known or not yet arrived).
+  /// Ids that some known record names as a parent (known or not yet arrived); without an
+  /// archive only.
   private var referenced: Set<VersionID> = []
   private var headsByPath: [DocumentPath: [VersionID]] = [:]
-  /// Every known version of each path, in arrival order: what `.history` lists comes from here.
+  /// Every known version of each path, in arrival order, without an archive: what `.history`
+  /// lists comes from here (or from the archive).
   private var idsByPath: [DocumentPath: [VersionID]] = [:]
+  /// Where the records that are not heads are, when they are not in memory.
+  public let archive: (any VersionArchive)?
 
-  public init() {}
+  public init() { archive = nil }
 
   public init(_ records: some Sequence<VersionRecord>) {
+    archive = nil
     _ = insert(contentsOf: records)
   }
 
+  /// A set whose heads are `heads` and whose other records are in `archive`.
+  public init(heads: some Sequence<VersionRecord>, archive: any VersionArchive) {
+    self.archive = archive
+    for record in heads where records[record.id] == nil {
+      records[record.id] = record
+      headsByPath[record.path, default: []].append(record.id)
+    }
+  }
+
+  /// How many records are in memory (every known one when there is no archive).
   public var count: Int { records.count }
 
-  /// Every path that has at least one version.
+  /// Every path that has at least one version (with an archive: at least one head).
   public var paths: Dictionary<DocumentPath, [VersionID]>.Keys { headsByPath.keys }
 
-  public func contains(_ id: VersionID) -> Bool { records[id] != nil }
+  public func contains(_ id: VersionID) -> Bool {
+    records[id] != nil || archive?.record(id) != nil
+  }
 
-  public subscript(id: VersionID) -> VersionRecord? { records[id] }
+  public subscript(id: VersionID) -> VersionRecord? { records[id] ?? archive?.record(id) }
 
   /// Adds a record already checked by `Integrity`; returns false when it was known.
   @discardableResult
-  public mutating func insert(_ record: VersionRecord) -> Bool {
-    guard records[record.id] == nil else { return false }
+  public mutating func insert(_ record: VersionRecord) -> Bool { add(record) != nil }
+
+  /// Adds a record; the paths whose heads may have changed, nil when it was known.
+  private mutating func add(_ record: VersionRecord) -> [DocumentPath]? {
+    guard records[record.id] == nil else { return nil }
+    var touched = [record.path]
+    if let archive {
+      // Only heads are in memory: a parent that is not here was no head.
+      for parent in record.parents {
+        guard let known = records.removeValue(forKey: parent) else { continue }
+        removeHead(parent, at: known.path)
+        touched.append(known.path)
+      }
+      if archive.followers(of: record.id).isEmpty {
+        records[record.id] = record
+        headsByPath[record.path, default: []].append(record.id)
+      } else if headsByPath[record.path] == nil {
+        headsByPath[record.path] = []
+      }
+      return touched
+    }
     records[record.id] = record
     idsByPath[record.path, default: []].append(record.id)
     for parent in record.parents {
       referenced.insert(parent)
-      if let known = records[parent] { removeHead(parent, at: known.path) }
+      if let known = records[parent] {
+        removeHead(parent, at: known.path)
+        touched.append(known.path)
+      }
     }
     if !referenced.contains(record.id) {
       headsByPath[record.path, default: []].append(record.id)
     } else if headsByPath[record.path] == nil {
       headsByPath[record.path] = []
     }
-    return true
+    return touched
   }
 
   /// Adds records; returns the paths whose heads may have changed.
@@ -50,11 +94,8 @@ public struct VersionSet: Sendable {
     DocumentPath
   > {
     var touched: Set<DocumentPath> = []
-    for record in records where insert(record) {
-      touched.insert(record.path)
-      for parent in record.parents {
-        if let known = self.records[parent] { touched.insert(known.path) }
-      }
+    for record in records {
+      if let paths = add(record) { touched.formUnion(paths) }
     }
     return touched
   }
@@ -65,8 +106,34 @@ public struct VersionSet: Sendable {
     headsByPath[path] = heads
   }
 
-  /// Every known version of `path`, heads included, in arrival order.
-  public func ids(at path: DocumentPath) -> [VersionID] { idsByPath[path] ?? [] }
+  /// Every known version of `path`, heads included, in arrival order (with an archive, in the
+  /// archive's order).
+  public func ids(at path: DocumentPath) -> [VersionID] {
+    guard let archive else { return idsByPath[path] ?? [] }
+    return archive.records(at: path).map(\.id)
+  }
+
+  /// Every known version of `path`, heads included, in the order of `ids(at:)`.
+  public func records(at path: DocumentPath) -> [VersionRecord] {
+    guard let archive else { return (idsByPath[path] ?? []).compactMap { records[$0] } }
+    return archive.records(at: path)
+  }
+
+  /// The ids of the known versions that name `id` as a parent.
+  public func followers(of id: VersionID) -> [VersionID] {
+    guard let archive else {
+      return records.values.filter { $0.parents.contains(id) }.map(\.id)
+    }
+    return archive.followers(of: id)
+  }
+
+  /// The ids of the known versions whose content is the blob `hash`.
+  public func versions(withContent hash: ContentHash) -> [VersionID] {
+    guard let archive else {
+      return records.values.filter { $0.content.blobHash == hash }.map(\.id)
+    }
+    return archive.versions(withContent: hash)
+  }
 
   /// The versions of `path` that no known version follows, best first by the winner rule.
   public func heads(at path: DocumentPath) -> [VersionRecord] {
@@ -84,7 +151,7 @@ public struct VersionSet: Sendable {
     var seen: Set<VersionID> = []
     while let next = stack.popLast() {
       if next == ancestor { return true }
-      guard seen.insert(next).inserted, let record = records[next] else { continue }
+      guard seen.insert(next).inserted, let record = self[next] else { continue }
       stack += record.parents
     }
     return false
@@ -139,6 +206,30 @@ public struct PathState: Hashable, Sendable {
 }
 
 extension VersionSet {
+  /// Drops these records for good (`docsync forget`); returns the paths whose heads may have
+  /// changed. With an archive, the archive has dropped them already: a parent that no
+  /// remaining record follows is read back from it as a head.
+  @discardableResult
+  public mutating func remove(_ gone: [VersionRecord]) -> Set<DocumentPath> {
+    guard let archive else { return remove(Set(gone.map(\.id))) }
+    let goneIDs = Set(gone.map(\.id))
+    var touched: Set<DocumentPath> = []
+    var parents: Set<VersionID> = []
+    for record in gone {
+      touched.insert(record.path)
+      parents.formUnion(record.parents)
+      if records.removeValue(forKey: record.id) != nil { removeHead(record.id, at: record.path) }
+      if headsByPath[record.path]?.isEmpty == true { headsByPath[record.path] = nil }
+    }
+    for id in parents.subtracting(goneIDs) where records[id] == nil {
+      guard let record = archive.record(id), archive.followers(of: id).isEmpty else { continue }
+      records[id] = record
+      headsByPath[record.path, default: []].append(id)
+      touched.insert(record.path)
+    }
+    return touched
+  }
+
   /// Drops records for good (`docsync forget`); returns the paths whose heads may have changed.
   /// A record left behind that names a dropped one as its parent becomes a head of its own,
   /// as a record whose parent has not arrived is. O(records): forgetting is rare.

@@ -6,10 +6,17 @@ extension LocalStore {
   public func addReleased(_ ids: [[UInt8]]) throws(LocalStoreError) {
     do {
       try database.write { db in
+        var paths: Set<Data> = []
         for id in ids {
           try db.cachedStatement(sql: "INSERT OR IGNORE INTO released (id) VALUES (?)").execute(
             arguments: [Data(id)])
+          if let path = try Data.fetchOne(
+            db, sql: "SELECT path FROM versions WHERE id = ?", arguments: [Data(id)])
+          {
+            paths.insert(path)
+          }
         }
+        try Self.dropEmptyHistoryPaths(Array(paths), in: db)
       }
     } catch {
       throw .failed("\(error)")

@@ -24,8 +24,8 @@ public struct ShownRecord: Sendable, Equatable {
 
 /// The sync engine's durable state, loaded at mount.
 public struct SyncSnapshot: Sendable {
-  /// Every known version record: id and canonical encoding.
-  public var versions: [(id: [UInt8], payload: [UInt8])] = []
+  /// The paths that have earlier versions `.history` shows.
+  public var historyPaths: [[UInt8]] = []
   /// Ids of records not yet on the hub, oldest first.
   public var outbox: [[UInt8]] = []
   public var shown: [ShownRecord] = []
@@ -36,9 +36,9 @@ public struct SyncSnapshot: Sendable {
 
 /// One change to the sync engine's durable state.
 public enum SyncChange: Sendable {
-  case addVersion(id: [UInt8], payload: [UInt8])
-  /// Drops a version for good (`docsync forget`): its record, its place in the outbox, and its
-  /// mark as released.
+  case addVersion(StoredVersion)
+  /// Drops a version for good (`docsync forget`): its record, its place in the outbox, its
+  /// mark as released, and what the indexes derived from it.
   case removeVersion(id: [UInt8])
   case enqueue(id: [UInt8])
   case dequeue(id: [UInt8])
@@ -50,29 +50,42 @@ public enum SyncChange: Sendable {
 }
 
 extension LocalStore {
-  /// Loads what the sync engine keeps.
-  public func loadSync() throws(LocalStoreError) -> SyncSnapshot {
+  /// Loads what the sync engine keeps, and hands it the heads of every path (the versions no
+  /// stored version follows: id and canonical encoding) one at a time, so that their encodings
+  /// are never all in memory at once. Older records stay on disk (`StoredVersion`).
+  public func loadSync(eachHead: (_ id: [UInt8], _ payload: [UInt8]) -> Void = { _, _ in })
+    throws(LocalStoreError) -> SyncSnapshot
+  {
     do {
       return try database.read { db in
         var snapshot = SyncSnapshot()
-        for row in try Row.fetchAll(db, sql: "SELECT id, payload FROM versions") {
-          snapshot.versions.append(([UInt8](row[0] as Data), [UInt8](row[1] as Data)))
+        let heads = try Row.fetchCursor(
+          db, sql: "SELECT v.id, v.payload FROM heads h JOIN versions v ON v.id = h.id")
+        while let row = try heads.next() {
+          eachHead([UInt8](row[0] as Data), [UInt8](row[1] as Data))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT id FROM outbox ORDER BY seq") {
+        let historyPaths = try Data.fetchCursor(db, sql: "SELECT path FROM history_paths")
+        while let path = try historyPaths.next() {
+          snapshot.historyPaths.append([UInt8](path))
+        }
+        let outboxRows = try Row.fetchCursor(db, sql: "SELECT id FROM outbox ORDER BY seq")
+        while let row = try outboxRows.next() {
           snapshot.outbox.append([UInt8](row[0] as Data))
         }
-        for row in try Row.fetchAll(
+        let shownRows = try Row.fetchCursor(
           db, sql: "SELECT path, id, size, mtime, ctime FROM shown")
-        {
+        while let row = try shownRows.next() {
           snapshot.shown.append(
             ShownRecord(
               path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
               size: row[2], modificationTime: row[3], changeTime: row[4]))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM sync_meta") {
+        let metadataRows = try Row.fetchCursor(db, sql: "SELECT key, value FROM sync_meta")
+        while let row = try metadataRows.next() {
           snapshot.metadata[row[0]] = [UInt8](row[1] as Data)
         }
-        for row in try Row.fetchAll(db, sql: "SELECT path, id, hash FROM applying") {
+        let intentRows = try Row.fetchCursor(db, sql: "SELECT path, id, hash FROM applying")
+        while let row = try intentRows.next() {
           snapshot.intents.append(
             ApplyIntent(
               path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
@@ -91,15 +104,10 @@ extension LocalStore {
       try database.write { db in
         for change in changes {
           switch change {
-          case .addVersion(let id, let payload):
-            try db.cachedStatement(
-              sql: "INSERT OR IGNORE INTO versions (id, payload) VALUES (?, ?)"
-            ).execute(arguments: [Data(id), Data(payload)])
+          case .addVersion(let version):
+            try Self.add(version, in: db)
           case .removeVersion(let id):
-            for table in ["versions", "outbox", "released"] {
-              try db.cachedStatement(sql: "DELETE FROM \(table) WHERE id = ?").execute(
-                arguments: [Data(id)])
-            }
+            try Self.remove(id, in: db)
           case .enqueue(let id):
             try db.cachedStatement(sql: "INSERT OR IGNORE INTO outbox (id) VALUES (?)")
               .execute(arguments: [Data(id)])

@@ -40,6 +40,9 @@ public final class LocalStore: @unchecked Sendable {
     workingFiles = fd
 
     var configuration = Configuration()
+    // Another connection (`sqlite3` looking in, a second opener during a test) may hold the
+    // write lock for a moment: wait for it rather than fail the operation.
+    configuration.busyMode = .timeout(10)
     configuration.prepareDatabase { db in
       // WAL with synchronous=NORMAL: a committed transaction survives a crash of this process
       // (kill -9) without an fsync per commit, which the tree's lock would wait on; the
@@ -149,15 +152,40 @@ public final class LocalStore: @unchecked Sendable {
       // the ancestry that tells heads apart.
       try db.execute(sql: "CREATE TABLE released (id BLOB PRIMARY KEY) WITHOUT ROWID")
     }
+    migrator.registerMigration("v5: indexes that let records stay on disk") { db in
+      // The engine keeps only the heads of each path in memory and reads older records here
+      // (`StoredVersion`). Rows stored before this step have no path yet: the engine decodes
+      // them once and fills the columns (`indexVersions`), then `finishIndexing` derives the
+      // heads and the paths with history; `records_indexed` says that has been done.
+      try db.execute(
+        sql: """
+          ALTER TABLE versions ADD COLUMN path BLOB;
+          ALTER TABLE versions ADD COLUMN document INTEGER NOT NULL DEFAULT 0;
+          ALTER TABLE versions ADD COLUMN hash BLOB;
+          CREATE INDEX versions_by_path ON versions(path);
+          CREATE INDEX versions_by_hash ON versions(hash) WHERE hash IS NOT NULL;
+          CREATE TABLE version_parents (
+            parent BLOB NOT NULL,
+            child BLOB NOT NULL,
+            PRIMARY KEY (parent, child)
+          ) WITHOUT ROWID;
+          CREATE TABLE heads (id BLOB PRIMARY KEY) WITHOUT ROWID;
+          CREATE TABLE history_paths (path BLOB PRIMARY KEY) WITHOUT ROWID;
+          INSERT INTO sync_meta (key, value)
+            SELECT 'records_indexed', X'01' WHERE NOT EXISTS (SELECT 1 FROM versions);
+          """)
+    }
     return migrator
   }
 
   /// Everything the store holds, to rebuild the live tree at mount.
   public func load() throws(LocalStoreError) -> Snapshot {
+    try flush()
     do {
       return try database.read { db in
         var snapshot = Snapshot()
-        for row in try Row.fetchAll(db, sql: "SELECT * FROM inodes") {
+        let inodes = try Row.fetchCursor(db, sql: "SELECT * FROM inodes")
+        while let row = try inodes.next() {
           let target: Data? = row["target"]
           snapshot.inodes.append(
             InodeRecord(
@@ -167,13 +195,15 @@ public final class LocalStore: @unchecked Sendable {
               modificationTime: row["mtime"], changeTime: row["ctime"],
               target: target.map { [UInt8]($0) }))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT parent, name, ino FROM entries") {
+        let entries = try Row.fetchCursor(db, sql: "SELECT parent, name, ino FROM entries")
+        while let row = try entries.next() {
           snapshot.entries.append(
             EntryRecord(
               parent: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),
               inode: UInt64(row[2] as Int64)))
         }
-        for row in try Row.fetchAll(db, sql: "SELECT ino, name, value FROM xattrs") {
+        let attributes = try Row.fetchCursor(db, sql: "SELECT ino, name, value FROM xattrs")
+        while let row = try attributes.next() {
           snapshot.extendedAttributes.append(
             ExtendedAttributeRecord(
               inode: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),

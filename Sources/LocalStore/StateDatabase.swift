@@ -31,10 +31,10 @@ final class StateDatabase: @unchecked Sendable {
     return try commit(body)
   }
 
-  /// Reads after committing what is queued, so a read sees every change made before it.
+  /// Reads what is committed. The tree's queued changes are not committed first: the engine
+  /// reads records here under its lock, and the tree is read back only at load, which flushes.
   func read<T>(_ body: (Database) throws -> T) throws -> T {
-    if commits.hasPending { try write { _ in } }
-    return try queue.read(body)
+    try queue.read(body)
   }
 
   /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.

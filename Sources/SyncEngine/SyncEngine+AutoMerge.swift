@@ -87,7 +87,7 @@ extension SyncEngine {
     if !known.contains(record.id) {
       do {
         try persist([
-          .addVersion(id: record.id.bytes, payload: record.encoded), .enqueue(id: record.id.bytes),
+          .addVersion(record.stored), .enqueue(id: record.id.bytes),
         ])
       } catch {
         logger.error("cannot record the merge of \(plan.path): \(error)")

@@ -153,7 +153,7 @@ extension SyncEngine {
   func release(_ ids: Set<VersionID>) throws(SyncError) -> (blobs: Int, bytes: UInt64) {
     guard !ids.isEmpty else { return (0, 0) }
     let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
-      let fresh = ids.subtracting(history.released)
+      let fresh = Set(ids.filter { !history.isReleased($0, in: known) })
       guard !fresh.isEmpty else { return [] }
       do throws(LocalStoreError) {
         try store.addReleased(fresh.map(\.bytes))
@@ -161,8 +161,7 @@ extension SyncEngine {
         throw .local(error.description)
       }
       history.release(fresh, in: known)
-      let hashes = Set(fresh.compactMap { known[$0]?.content.blobHash })
-      return hashes.subtracting(neededHashes())
+      return Set(fresh.compactMap { known[$0]?.content.blobHash }).filter(isUnneeded)
     }
     return removeBlobs(unneeded)
   }
@@ -193,7 +192,7 @@ extension SyncEngine {
       }
       outbox.removeAll { goneIDs.contains($0) }
       stalled.subtract(goneIDs)
-      let touched = known.remove(goneIDs)
+      let touched = known.remove(gone)
       updateState(touched: touched)
       for (path, version) in shownGone {
         mergedViews[path] = nil
@@ -202,7 +201,7 @@ extension SyncEngine {
       }
       reconcile(touched)
       tree?.conflictsChanged(at: touched)
-      return Set(gone.compactMap(\.content.blobHash)).subtracting(neededHashes())
+      return Set(gone.compactMap(\.content.blobHash)).filter(isUnneeded)
     }
     _ = removeBlobs(unneeded)
   }
@@ -227,14 +226,10 @@ extension SyncEngine {
     pendingApplies[path] = nil
   }
 
-  /// The hashes of content that some version still shown or listed needs. O(records); called
-  /// with the lock held.
-  func neededHashes() -> Set<ContentHash> {
-    var needed: Set<ContentHash> = []
-    for record in known.records.values where !history.released.contains(record.id) {
-      if let hash = record.content.blobHash { needed.insert(hash) }
-    }
-    return needed
+  /// Whether no version still shown or listed needs the content `hash`: every version that has
+  /// it was released (or is gone). Called with the lock held.
+  func isUnneeded(_ hash: ContentHash) -> Bool {
+    known.versions(withContent: hash).allSatisfy { history.isReleased($0, in: known) }
   }
 
   /// Deletes these blobs here; returns how many there were and their bytes.

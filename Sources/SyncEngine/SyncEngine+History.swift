@@ -6,14 +6,15 @@ extension SyncEngine {
   // MARK: - History, for `.history` and `docsync history`
 
   /// The entries of `.history/<folder>/`: names that lead to documents with earlier versions,
-  /// and the earlier versions of the document at `folder` itself. O(entries), under the lock.
+  /// and the earlier versions of the document at `folder` itself (read from the local database).
+  /// O(entries), under the lock.
   public func historyListing(_ folder: DocumentPath) -> (
     folders: [[UInt8]], versions: [VersionRecord]
   ) {
     withLock {
       (
         history.folders(in: folder),
-        history.earlierVersions(at: folder).compactMap { known[$0] }
+        history.earlierVersions(at: folder, in: known)
       )
     }
   }
@@ -29,13 +30,11 @@ extension SyncEngine {
     versions: [VersionRecord], heads: Set<VersionID>, earlier: Set<VersionID>
   ) {
     withLock {
-      let versions = known.ids(at: path).filter { !history.released.contains($0) }
-        .compactMap { known[$0] }.sorted {
-          ($0.modified, $0.id) < ($1.modified, $1.id)
-        }
+      let versions = known.records(at: path).filter { !history.isReleased($0.id, in: known) }
+        .sorted { ($0.modified, $0.id) < ($1.modified, $1.id) }
       return (
         versions, Set(known.heads(at: path).map(\.id)),
-        Set(history.earlierVersions(at: path))
+        Set(history.earlierVersions(at: path, in: known).map(\.id))
       )
     }
   }

@@ -326,7 +326,7 @@ extension SyncEngine {
       // `pause` may have returned while this page was on its way: it is then dropped, cursor
       // and all, so that nothing arrives after a pause.
       if paused { return false }
-      var durable: [SyncChange] = fresh.map { .addVersion(id: $0.id.bytes, payload: $0.encoded) }
+      var durable: [SyncChange] = fresh.map { .addVersion($0.stored) }
       durable.append(.setMetadata(key: "cursor", value: Array(page.cursor.serialized.utf8)))
       try persist(durable)
       self.cursor = page.cursor

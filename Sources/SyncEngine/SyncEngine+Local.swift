@@ -218,7 +218,7 @@ extension SyncEngine {
 
     var durable: [SyncChange] = []
     for record in records {
-      durable.append(.addVersion(id: record.id.bytes, payload: record.encoded))
+      durable.append(.addVersion(record.stored))
       durable.append(.enqueue(id: record.id.bytes))
     }
     let recorded = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })

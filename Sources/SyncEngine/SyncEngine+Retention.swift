@@ -84,23 +84,23 @@ extension SyncEngine {
   func pruneNow() async throws(SyncError) -> PruneReport {
     let policy = try await retentionPolicy()
     let now = wallMilliseconds()
-    let released = withLock { () -> [VersionRecord] in
-      // Only a version that a version on the hub follows: one followed only by versions still
-      // in the outbox is a head for every other device until they go up.
-      let waiting = Set(outbox)
-      var followed: Set<VersionID> = []
-      for record in known.records.values where !waiting.contains(record.id) {
-        followed.formUnion(record.parents)
-      }
+    // One path at a time under the lock, which FUSE requests wait on: the earlier versions and
+    // their followers are read from the local database, not held in memory.
+    let (paths, bases) = withLock {
       // What merging a document in conflict reads stays while the conflict lasts.
-      let bases = known.mergeBases(in: state)
-      var released: [VersionRecord] = []
-      for path in history.paths {
-        let earlier = history.earlierVersions(at: path).filter { followed.contains($0) }
-          .compactMap { known[$0] }
-        released += policy.released(earlier, now: now).filter { !bases.contains($0.id) }
+      (history.paths, known.mergeBases(in: state))
+    }
+    var released: [VersionRecord] = []
+    for path in paths {
+      released += withLock { () -> [VersionRecord] in
+        // Only a version that a version on the hub follows: one followed only by versions
+        // still in the outbox is a head for every other device until they go up.
+        let waiting = Set(outbox)
+        let earlier = history.earlierVersions(at: path, in: known).filter { record in
+          known.followers(of: record.id).contains { !waiting.contains($0) }
+        }
+        return policy.released(earlier, now: now).filter { !bases.contains($0.id) }
       }
-      return released
     }
     var report = PruneReport(policy: policy.description, versions: released.count)
     guard !released.isEmpty else {

@@ -164,9 +164,17 @@ public final class SyncEngine: @unchecked Sendable {
     self.mergeSettleMilliseconds = mergeSettleMilliseconds
     self.logger = logger
     blobs = BlobStore(store: store)
+    // Only the heads come into memory: every older record stays in the local database and is
+    // read when a decision needs it, so start-up and memory follow the live library. An
+    // earlier docsync stored remote records unchecked: one that would trap or misbehave here is
+    // left out at every start, rather than crash every start.
+    var heads: [VersionRecord] = []
     let snapshot: SyncSnapshot
     do {
-      snapshot = try store.loadSync()
+      try Self.indexStoredRecords(store, logger: logger)
+      snapshot = try store.loadSync { id, payload in
+        if let record = StoreArchive.decode(id, payload, logger: logger) { heads.append(record) }
+      }
     } catch {
       throw .local(error.description)
     }
@@ -183,39 +191,21 @@ public final class SyncEngine: @unchecked Sendable {
     erasureCursor = HubCursor(
       serialized: snapshot.metadata["erasure_cursor"].map { String(decoding: $0, as: UTF8.self) }
         ?? "")
-    var records: [VersionRecord] = []
-    records.reserveCapacity(snapshot.versions.count)
     let now = wallMilliseconds()
-    for (id, payload) in snapshot.versions {
-      guard let digest = Digest256(bytes: id),
-        let record = try? VersionRecord(decoding: payload, expectedID: VersionID(digest))
-      else {
-        logger.error("a stored version record fails its check and is ignored")
-        continue
-      }
-      // An earlier docsync stored remote records unchecked: one that would trap or misbehave
-      // here is left out at every start, rather than crash every start.
-      if let problem = RecordCheck.structuralProblem(with: record) {
-        logger.error("stored version \(record.id.hex) is ignored: \(problem)")
-        continue
-      }
-      records.append(record)
-      // Nor does a stored time far ahead of the clock drag this device's clock along again.
+    for record in heads {
+      // A stored time far ahead of the clock does not drag this device's clock along again.
+      // Heads are enough: every other version is older than a version that follows it.
       if record.modified.wallMilliseconds <= saturatingSum(now, RecordCheck.maximumLeadMilliseconds)
       {
         author.observe(record)
       }
     }
-    known = VersionSet(records)
+    known = VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger))
     state = LibraryState(known)
-    do {
-      let released = try store.loadReleased().compactMap {
-        Digest256(bytes: $0).map(VersionID.init)
-      }
-      history = HistoryIndex(known, released: Set(released))
-    } catch {
-      throw .local(error.description)
-    }
+    history = HistoryIndex(
+      pathsWithEarlierVersions: snapshot.historyPaths.map {
+        DocumentPath(components: Self.components($0))
+      })
     for record in snapshot.shown {
       shown[DocumentPath(components: Self.components(record.path))] = record
     }
@@ -237,6 +227,32 @@ public final class SyncEngine: @unchecked Sendable {
   }
 
   deinit { pthread_mutex_destroy(&mutex) }
+
+  /// Fills the index columns of records stored before schema v5 (decoding each once), then
+  /// derives the heads and the paths with history: once, at the first start after an update.
+  static func indexStoredRecords(_ store: LocalStore, logger: Logger) throws(LocalStoreError) {
+    guard try !store.recordsIndexed() else { return }
+    let decode = { StoreArchive.decode($0, $1, logger: logger) }
+    var count = 0
+    while true {
+      let batch = try store.unindexedVersions(limit: 2000)
+      guard !batch.isEmpty else { break }
+      try store.indexVersions(
+        batch.map { id, payload in
+          // A record an earlier docsync stored unchecked is indexed as nothing: no path, no
+          // parents, so it hides no head, as when it was left out at every load.
+          guard let record = decode(id, payload) else {
+            return StoredVersion(
+              id: id, payload: payload, path: [], parents: [], isDocument: false,
+              contentHash: nil)
+          }
+          return record.stored
+        })
+      count += batch.count
+    }
+    try store.finishIndexing()
+    logger.info("indexed \(count) stored version record(s)")
+  }
 
   func withLock<T, E: Error>(_ body: () throws(E) -> T) throws(E) -> T {
     pthread_mutex_lock(&mutex)
@@ -469,7 +485,7 @@ public final class SyncEngine: @unchecked Sendable {
       do {
         try persist(
           records.flatMap {
-            [.addVersion(id: $0.id.bytes, payload: $0.encoded), .enqueue(id: $0.id.bytes)]
+            [.addVersion($0.stored), .enqueue(id: $0.id.bytes)]
           })
       } catch {
         logger.error("cannot record a resolution: \(error)")

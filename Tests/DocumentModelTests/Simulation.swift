@@ -655,8 +655,7 @@ struct Schedule {
     var released: Set<VersionID> = []
     let bases = set.mergeBases(in: devices[device].library)
     for path in index.paths {
-      let earlier = index.earlierVersions(at: path).filter { followed.contains($0) }
-        .compactMap { set[$0] }
+      let earlier = index.earlierVersions(at: path, in: set).filter { followed.contains($0.id) }
       released.formUnion(
         policy.released(earlier, now: now(device)).map(\.id).filter { !bases.contains($0) })
     }

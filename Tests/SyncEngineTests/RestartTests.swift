@@ -42,12 +42,12 @@ struct RestartTests {
     let store = try LocalStore(directory: library.folder + "/b")
     let snapshot = try store.loadSync()
     let shown = try #require(snapshot.shown.first { $0.path == Array("doc.txt".utf8) })
-    let payload = try #require(snapshot.versions.first { $0.id == shown.versionID }).payload
+    let payload = try #require(try store.storedPayload(shown.versionID))
     let current = try VersionRecord(
       decoding: payload, expectedID: VersionID(try #require(Digest256(bytes: shown.versionID))))
     let previousID = try #require(current.parents.first)
     let previous = try VersionRecord(
-      decoding: try #require(snapshot.versions.first { $0.id == previousID.bytes }).payload,
+      decoding: try #require(try store.storedPayload(previousID.bytes)),
       expectedID: previousID)
     switch damage {
     case .recordLost, .recordLostWithIntent:

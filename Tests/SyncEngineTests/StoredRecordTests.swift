@@ -29,7 +29,7 @@ struct StoredRecordTests {
     do {
       let store = try LocalStore(directory: library.folder + "/a")
       try store.applySync(
-        [fullCounter, escape, future].map { .addVersion(id: $0.id.bytes, payload: $0.encoded) })
+        [fullCounter, escape, future].map { .addVersion($0.stored) })
     }
 
     let a = try library.device("a")
