@@ -140,18 +140,24 @@ struct BlobStore: Sendable {
     let fd = open(path(hash), O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      result += buffer[0..<n]
-    }
+    guard let result = readAll(fd) else { return nil }
     return ContentHash(of: result) == hash ? result : nil
   }
 
   func remove(_ hash: ContentHash) { unlink(path(hash)) }
+}
+
+/// Everything an open file holds from where it is to its end; nil when a read fails.
+func readAll(_ fd: Int32) -> [UInt8]? {
+  var result: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 65536)
+  while true {
+    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    if n < 0 && errno == EINTR { continue }
+    if n < 0 { return nil }
+    if n == 0 { return result }
+    result += buffer[0..<n]
+  }
 }
 
 func writeAll(_ fd: Int32, _ bytes: [UInt8], count: Int) -> Bool {

@@ -73,15 +73,7 @@ extension SyncEngine {
     if let bytes = blobs.bytes(hash) { return bytes }
     guard let fd = openContent(hash, preferring: path, locked: locked) else { return nil }
     defer { close(fd) }
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 { return nil }
-      if n == 0 { break }
-      result += buffer[0..<n]
-    }
+    guard let result = readAll(fd) else { return nil }
     return ContentHash(of: result) == hash ? result : nil
   }
 
