@@ -66,23 +66,22 @@ final class CommitQueue: @unchecked Sendable {
 
   /// Queues one operation's changes.
   func add(_ changes: [Change]) {
-    locked {
-      if pending.isEmpty {
-        oldest = Self.now()
-        pthread_cond_signal(wake)
-      }
-      pending.changes += changes
-    }
+    queue { $0.changes += changes }
   }
 
   /// Queues the removal of an inode's working file, after everything queued before it.
   func addRemoval(_ inode: UInt64) {
+    queue { $0.removals.append(inode) }
+  }
+
+  /// Adds to the pending batch, starting the window when it was empty.
+  private func queue(_ update: (inout Batch) -> Void) {
     locked {
       if pending.isEmpty {
         oldest = Self.now()
         pthread_cond_signal(wake)
       }
-      pending.removals.append(inode)
+      update(&pending)
     }
   }
 
