@@ -225,7 +225,7 @@ extension Connections {
   /// cannot be told not to; without TLS anyone on the path would read it. A first connection
   /// without a password tells what the server asks for: SCRAM and MD5 stop before anything is
   /// sent ("requires a password"), a cleartext request is answered with an empty password
-  /// that the server refuses.
+  /// that the server refuses. Any other outcome of the probe keeps the password back.
   func refuseCleartextPassword() async throws(HubError) {
     guard configuration.password != nil else { return }
     switch sslMode {
@@ -250,8 +250,13 @@ extension Connections {
       throw .invalidLocation(
         "\(description): the server asks for the password in cleartext on a connection without "
           + "TLS; use sslmode=verify-full, or have the server use scram-sha-256")
+    } catch let error as PSQLError where error.code == .authMechanismRequiresPassword {
+      return  // SCRAM or MD5: nothing is sent in the clear
     } catch {
-      return  // SCRAM, MD5, or a failure the real connection reports
+      // Anything else (refused, reset, a mechanism postgres-nio lacks) did not show that the
+      // password is safe to send, so it is not sent: the person sees this failure, as the
+      // real connection would report it, and the next connection asks again.
+      throw HubError(postgres: error, location: description)
     }
   }
 

@@ -186,7 +186,10 @@ struct ClockSkewTests {
       try tablet.sync()
 
       // Every read of the hub now fails, as an unreachable hub's would; renamed back below.
-      try check(["sqlite3", library.hub, "ALTER TABLE records RENAME TO records_away;"])
+      try check([
+        "sqlite3", "-cmd", ".timeout 10000", library.hub,
+        "ALTER TABLE records RENAME TO records_away;",
+      ])
       for device in [laptop, tablet] {
         try write(device.path("\(device.name).txt"), "made while the hub is away\n")
         let (result, seconds) = try device.sync(timeout: 2)
@@ -197,7 +200,10 @@ struct ClockSkewTests {
           "\(device.name): \(result.stderr)")
         #expect(seconds >= 2 && seconds < 3, "\(device.name): sync --timeout 2 took \(seconds) s")
       }
-      try check(["sqlite3", library.hub, "ALTER TABLE records_away RENAME TO records;"])
+      try check([
+        "sqlite3", "-cmd", ".timeout 10000", library.hub,
+        "ALTER TABLE records_away RENAME TO records;",
+      ])
       try laptop.sync()
       try tablet.sync()
       try desk.sync()

@@ -59,6 +59,14 @@ final class CleartextServer: Sendable {
     let size = UInt32(fields.count + 4).bigEndian
     let error = [UInt8(ascii: "E")] + withUnsafeBytes(of: size) { Array($0) } + fields
     _ = error.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+    // Half-close and read what the client still sends: closing with unread bytes would reset
+    // the connection, and a reset can reach the client before the error does.
+    shutdown(client, Int32(SHUT_WR))
+    var pending = pollfd(fd: client, events: Int16(POLLIN), revents: 0)
+    var sink = [UInt8](repeating: 0, count: 512)
+    while poll(&pending, 1, 2000) > 0,
+      sink.withUnsafeMutableBytes({ read(client, $0.baseAddress, $0.count) }) > 0
+    {}
   }
 
   /// One protocol message's body: a type byte first when `typed`, then a big-endian length
