@@ -66,6 +66,7 @@ let package = Package(
         .embedInCode("Migrations/v0003_blob_repair.sql"),
         .embedInCode("Migrations/v0004_retention.sql"),
         .embedInCode("Migrations/v0005_erasures_and_forget.sql"),
+        .embedInCode("Migrations/v0006_released_blobs_not_wanted.sql"),
       ],
       swiftSettings: strict
     ),

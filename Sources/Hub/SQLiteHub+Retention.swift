@@ -18,7 +18,8 @@ extension SQLiteHub {
 
   /// Drops what the records name (their rows in record_blobs) and the blobs (chunks, upload,
   /// blob rows) no record names any more, and lists the records released, in one transaction;
-  /// then gives the space back to the file system (see `reclaimSpace`).
+  /// then gives the space back to the file system (see `reclaimSpace`). A released blob the hub
+  /// wanted back leaves that list too (see `dropUnnamed`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
     try await write { db in
@@ -42,8 +43,7 @@ extension SQLiteHub {
   }
 
   /// Deletes the records, what they name, and the blobs no record names any more, and lists
-  /// the records forgotten, in one transaction; a blob the hub wanted back leaves that list
-  /// too, so that no device puts it again.
+  /// the records forgotten, in one transaction (a wanted blob leaves that list, as in `prune`).
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
     try await write { db in
@@ -61,9 +61,7 @@ extension SQLiteHub {
         try db.execute(
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 1)", arguments: [Data(id)])
       }
-      for hash in try Self.dropUnnamed(hashes, db) {
-        try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [hash])
-      }
+      try Self.dropUnnamed(hashes, db)
     }
     try await reclaimSpace()
   }
@@ -87,11 +85,10 @@ extension SQLiteHub {
     }
   }
 
-  /// Deletes those of `hashes` that no record names any more (blob rows, uploads, chunks);
-  /// returns the ones deleted.
-  @discardableResult
-  static func dropUnnamed(_ hashes: Set<Data>, _ db: Database) throws -> [Data] {
-    var gone: [Data] = []
+  /// Deletes those of `hashes` that no record names any more (blob rows, uploads, chunks, and
+  /// their place in `wanted`: a device still holding one would put it back as a blob nothing
+  /// names, which no later prune looks at).
+  static func dropUnnamed(_ hashes: Set<Data>, _ db: Database) throws {
     for hash in hashes {
       let named =
         try Bool.fetchOne(
@@ -105,9 +102,8 @@ extension SQLiteHub {
       }
       try db.execute(sql: "DELETE FROM blobs WHERE hash = ?", arguments: [hash])
       try db.execute(sql: "DELETE FROM uploads WHERE hash = ?", arguments: [hash])
-      gone.append(hash)
+      try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [hash])
     }
-    return gone
   }
 
   /// Shrinks the hub's file by an incremental vacuum, then truncates the write-ahead log.

@@ -14,6 +14,7 @@ enum Migrations {
     (3, "v0003_blob_repair", PackageResources.v0003_blob_repair_sql),
     (4, "v0004_retention", PackageResources.v0004_retention_sql),
     (5, "v0005_erasures_and_forget", PackageResources.v0005_erasures_and_forget_sql),
+    (6, "v0006_released_blobs_not_wanted", PackageResources.v0006_released_blobs_not_wanted_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.

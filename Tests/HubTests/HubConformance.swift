@@ -40,6 +40,7 @@ enum HubConformance {
     ("a lost blob that a record names is wanted", lostBlobIsWanted),
     ("retention is kept, and pruning removes records and the blobs only they named", pruning),
     ("forgetting removes records and their blobs; erasures list what went", forgetting),
+    ("a wanted blob that pruning releases is wanted no more", prunedBlobIsNotWanted),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
@@ -332,6 +333,24 @@ extension HubConformance {
     #expect(try await allRecords(hub, after: cursor).isEmpty)
     try await hub.prune(records: history.dropLast().map(\.record.id))
     #expect(try await allRecords(hub) == stripped)
+  }
+}
+
+extension HubConformance {
+  /// Were it still wanted, a device holding the content would put it back as a blob that no
+  /// record names and no later prune looks at: space the hub would never give back.
+  static func prunedBlobIsNotWanted(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    let history = try await versionChain(hub, ["one", "two"])
+    try await hub.append(history.map(\.record))
+    try await fixture.loseBlob(history[0].blob)
+    #expect(try await hub.reportDamagedBlob(hash: history[0].blob) == .wanted)
+    #expect(try await hub.wantedBlobs() == [history[0].blob])
+    try await hub.prune(records: [history[0].record.id])
+    #expect(try await fixture.openAnother().wantedBlobs().isEmpty)
+    #expect(try await hub.reportDamagedBlob(hash: history[0].blob) == .unknown)
+    #expect(try await fetchBlob(hub, history[1].blob) == Array("two".utf8))
   }
 }
 

@@ -171,6 +171,8 @@ struct PostgresHubTests {
         "DELETE FROM docsync.erasures",
         "DELETE FROM docsync.records",
         "DELETE FROM docsync.record_parents",
+        // Step 6's blob dropper runs only inside prune_records and forget_records.
+        "SELECT docsync.drop_unnamed_blobs(ARRAY['\\x01'::bytea])",
       ]
       for sql in refused {
         do {
@@ -552,7 +554,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 5\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 6\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")
