@@ -10,9 +10,11 @@ extension SyncEngine {
   /// a forget or a prune elsewhere adds no record, so nothing else would wake this device.
   static let erasureLookMilliseconds: UInt64 = 5000
 
-  /// Asks the loop to forget the document at `path` everywhere (`docsync forget`), and waits
-  /// for the outcome: how many versions went.
-  public func forget(_ path: DocumentPath, timeout: Duration) async throws(SyncError) -> Int {
+  /// Asks the loop to forget the document at `path` everywhere (`docsync forget`), or every
+  /// document under the folder at `path`, and waits for the outcome.
+  public func forget(_ path: DocumentPath, timeout: Duration) async throws(SyncError)
+    -> ForgetOutcome
+  {
     let request = try withLock { () throws(SyncError) -> UInt64 in
       // A paused mount talks to no hub, and forgetting starts on the hub.
       if paused { throw .paused }
@@ -63,7 +65,7 @@ extension SyncEngine {
       return forgetQueue.first
     }) {
       defer { withLock { forgetRunning = nil } }
-      let result: Result<Int, SyncError>
+      let result: Result<ForgetOutcome, SyncError>
       do throws(SyncError) {
         result = .success(try await forgetNow(path))
       } catch .hub(let reason) {
@@ -79,27 +81,49 @@ extension SyncEngine {
     }
   }
 
-  /// Removes every version of `path` from the hub, then here.
-  private func forgetNow(_ path: DocumentPath) async throws(SyncError) -> Int {
-    let ids = try withLock { () throws(SyncError) -> [VersionID] in
-      if case .directory? = state.entries[path] {
-        throw .local("\(path) is a folder: forget the documents in it one by one")
+  /// Removes every version of the document at `path`, or of every document under the folder
+  /// at `path` (current or deleted), from the hub, then here. The folders themselves stay: they
+  /// are emptied, not deleted, so that a folder another device is filling offline keeps its
+  /// place; `rmdir` deletes one everywhere as usual.
+  private func forgetNow(_ path: DocumentPath) async throws(SyncError) -> ForgetOutcome {
+    let (ids, documents) = try withLock { () throws(SyncError) -> ([VersionID], Int) in
+      if path.isRoot {
+        throw .local("refusing to forget the whole library: name a document or a folder in it")
       }
-      let ids = known.ids(at: path)
-      guard ids.contains(where: { known[$0]?.kind != .directory }) else {
+      let documents = documentPaths(at: path)
+      guard !documents.isEmpty else {
+        if case .directory? = state.entries[path] {
+          throw .local("\(path) is a folder with no synced document in it")
+        }
         throw .local("\(path) is not a synced document and has no history")
       }
-      return ids
+      return (documents.flatMap { known.ids(at: $0) }, documents.count)
     }
-    do {
-      try await hub.forget(records: ids.map(\.bytes))
-    } catch {
-      throw .hub(error.description)
+    // A large folder goes in batches, each one statement's worth on the hub; a batch that
+    // fails leaves the ones before it forgotten, and the command can be run again.
+    for batch in stride(from: 0, to: ids.count, by: 4096) {
+      do {
+        try await hub.forget(records: ids[batch..<min(batch + 4096, ids.count)].map(\.bytes))
+      } catch {
+        throw .hub(error.description)
+      }
     }
     // Versions of this device that never reached the hub go too: the hub skipped them.
     forgetHere(Set(ids))
-    logger.info("forgot \(path): \(ids.count) version(s), here and on the hub")
-    return ids.count
+    logger.info(
+      "forgot \(path): \(documents) document(s), \(ids.count) version(s), here and on the hub")
+    return ForgetOutcome(documents: documents, versions: ids.count)
+  }
+
+  /// The documents `docsync forget PATH` names: PATH itself when it is (or was) a document,
+  /// else every path under it that is or was one. Called with the lock held.
+  private func documentPaths(at path: DocumentPath) -> [DocumentPath] {
+    func isDocument(_ candidate: DocumentPath) -> Bool {
+      known.ids(at: candidate).contains { known[$0]?.kind != .directory }
+    }
+    if isDocument(path) { return [path] }
+    return known.paths.filter { $0 != path && $0.isEqualOrDescendant(of: path) && isDocument($0) }
+      .sorted()
   }
 
   /// Pages through the hub's erasures: content that retention released elsewhere stops being

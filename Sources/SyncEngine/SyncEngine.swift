@@ -137,7 +137,7 @@ public final class SyncEngine: @unchecked Sendable {
   var lastErasureLook: UInt64 = 0
   /// `docsync forget` requests waiting for the loop, and the outcomes it has not handed back.
   var forgetQueue: [(request: UInt64, path: DocumentPath)] = []
-  var forgetOutcomes: [UInt64: Result<Int, SyncError>] = [:]
+  var forgetOutcomes: [UInt64: Result<ForgetOutcome, SyncError>] = [:]
   var forgetRequested: UInt64 = 0
   /// The request the loop is running now: its caller waits for it whatever happens.
   var forgetRunning: UInt64?

@@ -155,7 +155,8 @@ enum Control {
       let path = DocumentPath(components: bytes.split(separator: UInt8(ascii: "/")).map(Array.init))
       let outcome = waitFor { () async -> String in
         do throws(SyncError) {
-          return "ok\n\(try await engine.forget(path, timeout: .seconds(3600)))"
+          let outcome = try await engine.forget(path, timeout: .seconds(3600))
+          return "ok\n\(outcome.versions) \(outcome.documents)"
         } catch {
           return "error " + error.description
         }

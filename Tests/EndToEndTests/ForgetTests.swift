@@ -145,6 +145,71 @@ struct ForgetTests {
   }
 
   @Test(
+    "forget of a folder removes every document under it, current and deleted, everywhere; the folders stay, empty",
+    .needs("sqlite3", "psql"), .docsyncOnly)
+  func forgetOfAFolder() throws {
+    try Library.with(programs: [hubReader()]) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try check(["mkdir", "-p", a.path("build/cache/deep")])
+      try write(a.path("build/out.o"), "object one\n")
+      try write(a.path("build/cache/deep/blob.bin"), "cached bytes\n")
+      try write(a.path("build/gone.log"), "a log\n")
+      try write(a.path("builder.md"), "a sibling whose name starts alike\n")
+      try write(a.path("notes.md"), "keep me\n")
+      try library.sync(a, b)
+      try write(b.path("build/out.o"), "object two\n")
+      try check(["rm", b.path("build/gone.log")])
+      try library.sync(b, a)
+      #expect(try historyNames(a, of: "build/gone.log").count == 1)
+
+      // The whole library is refused in one line; so is a folder with nothing synced in it.
+      try check(["mkdir", a.path("empty")])
+      try library.sync(a)
+      for target in [a.mountPoint, a.path("empty")] {
+        let refused = try run(
+          a.asOwner([try MountFixture.docsyncBinary(), "forget", "--yes", target]),
+          env: a.environment)
+        #expect(refused.status == 1, "\(refused)")
+        #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
+      }
+
+      let forgot = try check(
+        a.asOwner([try MountFixture.docsyncBinary(), "forget", "--yes", a.path("build")]),
+        env: a.environment
+      ).stdout
+      #expect(
+        forgot.hasPrefix("forgot \(a.mountPoint)/build: 3 documents, 5 versions"), "\(forgot)")
+      try library.sync(b)
+      for device in [a, b] {
+        for path in ["build/out.o", "build/cache/deep/blob.bin", "build/gone.log"] {
+          try expectGone(device, path)
+        }
+        #expect(try read(device.path("builder.md")) == "a sibling whose name starts alike\n")
+        #expect(try read(device.path("notes.md")) == "keep me\n")
+        // The folders stay, empty.
+        #expect(
+          try FileManager.default.contentsOfDirectory(atPath: device.path("build")) == ["cache"])
+        #expect(
+          try FileManager.default.contentsOfDirectory(atPath: device.path("build/cache/deep"))
+            .isEmpty)
+      }
+      for path in ["build/out.o", "build/cache/deep/blob.bin", "build/gone.log"] {
+        #expect(try AutomaticMergeTests().hubRecords(library, of: path).isEmpty, "\(path)")
+      }
+      let hub = HubBytes(library)
+      for content in ["object one\n", "object two\n", "cached bytes\n", "a log\n"] {
+        #expect(try hub.stored(content) == nil, "\(content)")
+      }
+      #expect(try hub.stored("keep me\n") != nil)
+      // The emptied folder is deleted everywhere as any folder is.
+      try check(["rm", "-r", a.path("build")])
+      try library.sync(a, b)
+      #expect(!FileManager.default.fileExists(atPath: b.path("build")))
+    }
+  }
+
+  @Test(
     "a version the hub released leaves another device's .history at its next sync",
     .docsyncOnly)
   func aReleasedVersionLeavesEveryHistory() throws {
