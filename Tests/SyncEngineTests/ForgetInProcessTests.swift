@@ -26,7 +26,8 @@ struct ForgetInProcessTests {
     b.engine.pause()
     try b.write("secret.txt", "b's offline edit\n")
 
-    #expect(try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(20)).versions == 2)
+    #expect(
+      try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(20)).versions == 2)
     #expect((try? a.read("secret.txt")) == nil)
     #expect((try? historyNames(a, "secret.txt")) == nil)
     #expect(try await recordPaths(hub) == ["plan.md"])
@@ -65,7 +66,8 @@ struct ForgetInProcessTests {
     #expect(ContinuousClock.now - started < .seconds(60))
     #expect(try a.read("secret.txt") == "one\n")
     hub.unplugged = false
-    #expect(try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(20)).versions == 1)
+    #expect(
+      try await a.engine.forget(DocumentPath("secret.txt"), timeout: .seconds(20)).versions == 1)
     #expect((try? a.read("secret.txt")) == nil)
     a.engine.pause()
     await #expect(throws: SyncError.paused) {
