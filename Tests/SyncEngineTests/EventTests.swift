@@ -141,8 +141,10 @@ struct EventTests {
       path: DocumentPath(components: [Array("..".utf8), Array("escape.txt".utf8)]),
       content: .directory, parents: [], modified: HLCTimestamp(wallMilliseconds: 1_000_000),
       deviceID: DeviceID(high: 0xBAD, low: 0xBAD), deviceName: "mallory")
-    try await hub.append([HubRecord(id: forged.id.bytes, payload: forged.encoded)])
+    // The mark comes first: the engine watches the hub and may pull the record on its own
+    // before this test's sync starts.
     let before = a.engine.events.latest
+    try await hub.append([HubRecord(id: forged.id.bytes, payload: forged.encoded)])
     try await a.sync()
     let refused = a.engine.events.events(after: before).compactMap { event -> String? in
       guard case .refused(let version, _, let device, _) = event.kind else { return nil }
