@@ -67,11 +67,14 @@ extension SyncEngine {
     var ready: [(item: FileApply, incoming: Incoming)] = []
     var landed: [(item: FileApply, entry: LocalEntry?)] = []
     defer {
+      // A set, not a search of `landed` for each item: a batch is a page of 512 files.
+      let done = Set(landed.map(\.item.path))
       withLock {
         for item in batch {
           applying.remove(item.path)
-          let done = landed.contains { $0.item.path == item.path }
-          if done, case .document(let record)? = state.entries[item.path], record == item.target {
+          if done.contains(item.path), case .document(let record)? = state.entries[item.path],
+            record == item.target
+          {
             deferred.remove(item.path)
           } else {
             deferred.insert(item.path)
