@@ -124,8 +124,8 @@ extension SyncEngine {
     }
   }
 
-  /// The most missing blobs one round fetches.
-  static let missingPerRound = 2048
+  /// The most missing blobs one round fetches: at most 64 MiB of small content in memory.
+  static let missingPerRound = 1024
 
   /// Tells the hub that a blob arrived failing its check, or missing, and returns why this
   /// device still waits for it. The hub checks its own copy: a damaged one it drops and lists
