@@ -20,6 +20,10 @@ public protocol Hub: Sendable {
   /// refuse. The default stores none, so every blob takes `putBlob`.
   func putSmallBlobs(_ blobs: [[UInt8]: [UInt8]]) async throws(HubError) -> Set<[UInt8]>
 
+  /// Whether ``putSmallBlobs(_:)`` stores anything, so that a caller reads small content into
+  /// memory for it only then. The default says no.
+  var putsSmallBlobsTogether: Bool { get }
+
   /// Whether a complete blob with this hash is stored.
   func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool
 
@@ -94,6 +98,8 @@ extension Hub {
   public func putSmallBlobs(_ blobs: [[UInt8]: [UInt8]]) async throws(HubError) -> Set<[UInt8]> {
     []
   }
+
+  public var putsSmallBlobsTogether: Bool { false }
 
   public func smallBlobs(hashes: [[UInt8]], sizeLimit: Int) async throws(HubError)
     -> [[UInt8]: [UInt8]]

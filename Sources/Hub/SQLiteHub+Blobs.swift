@@ -53,6 +53,8 @@ extension SQLiteHub {
     }
   }
 
+  public var putsSmallBlobsTogether: Bool { true }
+
   public func putSmallBlobs(_ blobs: [[UInt8]: [UInt8]]) async throws(HubError) -> Set<[UInt8]> {
     let checked = blobs.filter {
       $0.value.count <= Self.chunkSize && Array(SHA256.hash(data: $0.value)) == $0.key

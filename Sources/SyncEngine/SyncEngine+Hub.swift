@@ -211,6 +211,7 @@ extension SyncEngine {
   /// (``Hub/putSmallBlobs(_:)``); returns what the hub has now. The rest, and content that
   /// does not read back right here, take ``uploadBlob(_:)``.
   func uploadSmallBlobs(of batch: [VersionRecord]) async throws(SyncError) -> Set<ContentHash> {
+    guard hub.putsSmallBlobsTogether else { return [] }
     var small: [ContentHash: [UInt8]] = [:]
     for record in batch where record.kind == .file {
       guard case .file(let hash, let size, _) = record.content, size <= Self.smallContent,
