@@ -315,8 +315,14 @@ extension DocumentFileSystem: LocalTree {
     defer { suppressNotes = false }
     let node = try insert(record, name: name, in: folder)
     node.lookups = 0
-    invalidations.post(.entry(parent: folder.inode, name: name))
-    invalidations.post(.inode(folder.inode))
+    // A folder the kernel holds no reference to (a new device's whole tree, as sync makes it)
+    // has no cached names or attributes to forget: two notifications per file of an initial
+    // sync were two failing writes to /dev/fuse. Lookups are counted under this lock, so the
+    // kernel cannot learn of the folder in between.
+    if folder.lookups > 0 {
+      invalidations.post(.entry(parent: folder.inode, name: name))
+      invalidations.post(.inode(folder.inode))
+    }
     return node
   }
 

@@ -14,6 +14,16 @@ public protocol Hub: Sendable {
   /// bytes' SHA-256 is not `hash`.
   func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError)
 
+  /// Stores small blobs together (one transaction for a batch of small files, where a put each
+  /// cost several), each under its key unless the hub has it; returns the keys the hub now has.
+  /// A blob whose bytes do not hash to its key is left out, for ``putBlob(hash:from:)`` to
+  /// refuse. The default stores none, so every blob takes `putBlob`.
+  func putSmallBlobs(_ blobs: [[UInt8]: [UInt8]]) async throws(HubError) -> Set<[UInt8]>
+
+  /// Whether ``putSmallBlobs(_:)`` stores anything, so that a caller reads small content into
+  /// memory for it only then. The default says no.
+  var putsSmallBlobsTogether: Bool { get }
+
   /// Whether a complete blob with this hash is stored.
   func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool
 
@@ -24,6 +34,13 @@ public protocol Hub: Sendable {
   /// ``HubError/integrity(_:)`` when the bytes that arrived do not hash to `hash`; the file then
   /// holds garbage and the caller discards it.
   func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError)
+
+  /// The bytes of the blobs among `hashes` that the hub has and that are no larger than
+  /// `sizeLimit`, read together (one round trip for a page of small files, where a fetch each
+  /// cost several), each checked against its hash on this side as ``fetchBlob(hash:to:)``
+  /// checks. A hash left out (missing, larger, or arriving damaged) is for `fetchBlob`, which
+  /// reports what is wrong. The default reads none, so every blob takes `fetchBlob`.
+  func smallBlobs(hashes: [[UInt8]], sizeLimit: Int) async throws(HubError) -> [[UInt8]: [UInt8]]
 
   /// Appends records, all or none.
   ///
@@ -75,6 +92,20 @@ public protocol Hub: Sendable {
   /// they happened, and the cursor to continue from. Paging from ``HubCursor/start`` sees every
   /// erasure exactly once, as ``records(after:limit:)`` sees records.
   func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage
+}
+
+extension Hub {
+  public func putSmallBlobs(_ blobs: [[UInt8]: [UInt8]]) async throws(HubError) -> Set<[UInt8]> {
+    []
+  }
+
+  public var putsSmallBlobsTogether: Bool { false }
+
+  public func smallBlobs(hashes: [[UInt8]], sizeLimit: Int) async throws(HubError)
+    -> [[UInt8]: [UInt8]]
+  {
+    [:]
+  }
 }
 
 /// One opaque version record as a hub stores it.

@@ -104,6 +104,13 @@ struct BlobStore: Sendable {
   func add(bytes: [UInt8]) throws(SyncError) -> ContentHash {
     let hash = ContentHash(of: bytes)
     if contains(hash) { return hash }
+    try add(bytes: bytes, as: hash)
+    return hash
+  }
+
+  /// Stores bytes already checked against `hash` as that blob; `durable` as for
+  /// ``install(temporary:descriptor:as:durable:)``.
+  func add(bytes: [UInt8], as hash: ContentHash, durable: Bool = true) throws(SyncError) {
     guard let (temporary, fd) = temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -112,8 +119,7 @@ struct BlobStore: Sendable {
       unlink(temporary)
       throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
     }
-    try install(temporary: temporary, descriptor: fd, as: hash)
-    return hash
+    try install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
   }
 
   /// Whether the stored blob still has the content its name promises.

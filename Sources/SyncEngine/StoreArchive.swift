@@ -12,9 +12,13 @@ struct StoreArchive: VersionArchive {
   let logger: Logger
 
   func record(_ id: VersionID) -> VersionRecord? {
-    guard let payload = read({ () throws(LocalStoreError) in try store.storedPayload(id.bytes) })
+    // A record that is not stored is absent, not one that fails its check: a pull asks for
+    // every record it brings, and logged a line for each.
+    guard
+      let payload = read({ () throws(LocalStoreError) in try store.storedPayload(id.bytes) }),
+      let payload
     else { return nil }
-    return Self.decode(id.bytes, payload ?? [], logger: logger)
+    return Self.decode(id.bytes, payload, logger: logger)
   }
 
   func followers(of id: VersionID) -> [VersionID] {

@@ -16,7 +16,9 @@ extension SyncEngine {
         for (path, item) in pendingApplies
         where paths?.contains(path) ?? true && !applying.contains(path) {
           // Batches share one journal sync and one fsync per folder; big files go alone.
-          if !taken.isEmpty && (taken.count >= 64 || bytes + item.size > Self.applyBatchBytes) {
+          if !taken.isEmpty
+            && (taken.count >= Self.applyBatchFiles || bytes + item.size > Self.applyBatchBytes)
+          {
             break
           }
           taken.append(item)
@@ -28,12 +30,36 @@ extension SyncEngine {
         }
         return taken
       }
-      guard !batch.isEmpty else { return }
+      guard !batch.isEmpty else { break }
       execute(batch)
     }
+    if paths == nil { keepFetchedContent() }
   }
 
   static let applyBatchBytes: UInt64 = 64 << 20
+  /// Files per batch: a batch costs two flushes of the disk whatever its size, and a page of
+  /// small files (512 records) lands in one.
+  static let applyBatchFiles = 512
+
+  /// Makes the fetched content that no file took (a conflict version's, or a path's that
+  /// waits for its writer) a blob, with one flush for all, and empties ``fetchedContent``.
+  private func keepFetchedContent() {
+    let left = withLock { () -> [ContentHash: [UInt8]] in
+      defer { fetchedContent = [:] }
+      return fetchedContent
+    }
+    var added = false
+    for (hash, bytes) in left where !blobs.contains(hash) {
+      do {
+        try blobs.add(bytes: bytes, as: hash, durable: false)
+        added = true
+      } catch {
+        // Fetched again when something needs it.
+        logger.error("cannot keep content \(hash.hex): \(error)")
+      }
+    }
+    if added { store.syncEverything() }
+  }
 
   /// Lands a batch: content into new working files (durable), then the intents (durable),
   /// then the names, the folders' fsync, and what each path shows, in one transaction.
@@ -41,11 +67,14 @@ extension SyncEngine {
     var ready: [(item: FileApply, incoming: Incoming)] = []
     var landed: [(item: FileApply, entry: LocalEntry?)] = []
     defer {
+      // A set, not a search of `landed` for each item: a batch is a page of 512 files.
+      let done = Set(landed.map(\.item.path))
       withLock {
         for item in batch {
           applying.remove(item.path)
-          let done = landed.contains { $0.item.path == item.path }
-          if done, case .document(let record)? = state.entries[item.path], record == item.target {
+          if done.contains(item.path), case .document(let record)? = state.entries[item.path],
+            record == item.target
+          {
             deferred.remove(item.path)
           } else {
             deferred.insert(item.path)
@@ -59,13 +88,24 @@ extension SyncEngine {
     // Content that two files of the batch take is copied for each, never moved to one.
     var takers: [ContentHash: Int] = [:]
     for item in batch { takers[item.hash, default: 0] += 1 }
-    let kept = withLock { blobsThatMustStay() }
+    let (kept, inMemory) = withLock { () -> (Set<ContentHash>, [ContentHash: [UInt8]]) in
+      var inMemory: [ContentHash: [UInt8]] = [:]
+      for item in batch { inMemory[item.hash] = fetchedContent[item.hash] }
+      return (blobsThatMustStay(), inMemory)
+    }
     for item in batch {
       let shared =
         takers[item.hash]! > 1 || Self.keepsBlob(item.path) || kept.contains(item.hash)
-      if let incoming = prepare(item, durable: !together, shared: shared) {
-        ready.append((item, incoming))
-      }
+      let incoming =
+        inMemory[item.hash].flatMap { write($0, for: item, durable: !together) }
+        ?? prepare(item, durable: !together, shared: shared)
+      if let incoming { ready.append((item, incoming)) }
+    }
+    // Written into the files that take it; what must also stay a blob stays in memory until
+    // `keepFetchedContent` makes it one.
+    let staying = kept.union(batch.filter { Self.keepsBlob($0.path) }.map(\.hash))
+    withLock {
+      for hash in inMemory.keys where !staying.contains(hash) { fetchedContent[hash] = nil }
     }
     guard !ready.isEmpty else { return }
     // The new working files, and the blobs' names (the pulled records that name them become
@@ -247,6 +287,24 @@ extension SyncEngine {
       return nil
     }
     keep = true
+    return Incoming(name: incoming, fromBlob: nil)
+  }
+
+  /// A new working file with `content`, fetched and checked against its hash on arrival
+  /// (``fetchedContent``), and the version's time: one create and one write, made durable here
+  /// or with its batch when `durable` is false; nil when it cannot be written.
+  private func write(_ content: [UInt8], for item: FileApply, durable: Bool) -> Incoming? {
+    guard let (incoming, fd) = store.createIncomingFile() else {
+      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
+      return nil
+    }
+    defer { close(fd) }
+    guard writeAll(fd, content, count: content.count), !durable || fsync(fd) == 0 else {
+      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
+      store.removeIncomingFile(incoming)
+      return nil
+    }
+    Self.setTime(fd, item.modificationTime)
     return Incoming(name: incoming, fromBlob: nil)
   }
 

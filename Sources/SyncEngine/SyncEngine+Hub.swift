@@ -27,7 +27,8 @@ extension SyncEngine {
       }
       do throws(SyncError) {
         try await push()
-        while try await pull() {}
+        // Each page lands before the next is asked for: its small content waits in memory.
+        while try await pull() { applyPending() }
         try await forgetIfAsked()
         try await learnErasures(now: forced)
         try await serveWantedBlobs()
@@ -138,7 +139,7 @@ extension SyncEngine {
       let batch = withLock {
         paused
           ? []
-          : outbox.lazy.filter { !self.stalled.contains($0) }.prefix(64).compactMap {
+          : outbox.lazy.filter { !self.stalled.contains($0) }.prefix(512).compactMap {
             self.known[$0]
           }
       }
@@ -157,9 +158,12 @@ extension SyncEngine {
         return
       }
       var ready: [VersionRecord] = []
+      let putTogether = try await uploadSmallBlobs(of: batch)
       for record in batch {
         if let hash = record.content.blobHash {
-          guard try await uploadBlob(hash) else {
+          var provided = putTogether.contains(hash)
+          if !provided { provided = try await uploadBlob(hash) }
+          guard provided else {
             withLock {
               logger.error(
                 "version of \(record.path) is held back: its content cannot be provided")
@@ -201,6 +205,30 @@ extension SyncEngine {
         "pushed versions of \(Set(ready.map(\.path.description)).sorted().joined(separator: ", "))")
       if ready.count < batch.count { return }
     }
+  }
+
+  /// Puts the small content of a batch of versions on the hub together
+  /// (``Hub/putSmallBlobs(_:)``); returns what the hub has now. The rest, and content that
+  /// does not read back right here, take ``uploadBlob(_:)``.
+  func uploadSmallBlobs(of batch: [VersionRecord]) async throws(SyncError) -> Set<ContentHash> {
+    guard hub.putsSmallBlobsTogether else { return [] }
+    var small: [ContentHash: [UInt8]] = [:]
+    for record in batch where record.kind == .file {
+      guard case .file(let hash, let size, _) = record.content, size <= Self.smallContent,
+        small[hash] == nil, let fd = openContent(hash, anywhere: true)
+      else { continue }
+      if let bytes = readAll(fd), bytes.count == size { small[hash] = bytes }
+      close(fd)
+    }
+    guard small.count > 1 else { return [] }
+    let stored: Set<[UInt8]>
+    do {
+      stored = try await hub.putSmallBlobs(
+        Dictionary(uniqueKeysWithValues: small.map { ($0.key.bytes, $0.value) }))
+    } catch {
+      throw .hub(error.description)
+    }
+    return Set(small.keys.filter { stored.contains($0.bytes) })
   }
 
   /// Puts a blob on the hub unless it is there; false when this device cannot provide it.
@@ -289,27 +317,52 @@ extension SyncEngine {
           time: wallMilliseconds())
       }
     }
-    let (fresh, needed) = withLock { () -> ([VersionRecord], [ContentHash: UInt64]) in
+    let (fresh, needed, inMemory) = withLock {
+      () -> ([VersionRecord], [ContentHash: UInt64], Set<ContentHash>) in
       let fresh = admit(arrived)
       var parents: Set<VersionID> = []
       for record in fresh { parents.formUnion(record.parents) }
       // Content is fetched for versions that nothing supersedes yet: what a path may show.
       var needed: [ContentHash: UInt64] = [:]
+      // Small files' content may come into memory, for their working files; the pattern and
+      // attribute files' never does: the engine reads them from their blob as they arrive.
+      var inMemory: Set<ContentHash> = []
+      var blobWanted: Set<ContentHash> = []
       for record in fresh {
         guard let hash = record.content.blobHash, !parents.contains(record.id),
           !blobs.contains(hash)
         else { continue }
         needed[hash] = record.content.size ?? 0
+        if record.kind == .file, !Self.keepsBlob(record.path),
+          record.content.size ?? .max <= Self.smallContent
+        {
+          inMemory.insert(hash)
+        } else {
+          blobWanted.insert(hash)
+        }
       }
+      return (fresh, needed, inMemory.subtracting(blobWanted))
+    }
+    withLock {
       download.totalFiles += needed.count
       // Sizes come from other devices: bounded by RecordCheck, and added without a trap.
       download.totalBytes = needed.values.reduce(download.totalBytes, saturatingSum)
-      return (fresh, needed)
+    }
+    // In the order of the hashes' bytes (the order of their hex names), named once each.
+    var ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+    if !inMemory.isEmpty {
+      let small = ordered.filter { inMemory.contains($0.key) }
+      let arrived = try await fetchSmallContent(small.map(\.key))
+      ordered.removeAll { arrived.contains($0.key) }
+      withLock {
+        download.doneFiles += arrived.count
+        for (hash, size) in small where arrived.contains(hash) {
+          download.doneBytes = saturatingSum(download.doneBytes, size)
+        }
+      }
     }
     // A page of many blobs is made durable with one flush, before its records are stored.
-    let batch = needed.count > 1
-    // In the order of the hashes' bytes (the order of their hex names), named once each.
-    let ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+    let batch = ordered.count > 1
     for (hash, size) in ordered {
       let wait = try await fetchBlob(hash, durable: !batch)
       withLock {
@@ -376,6 +429,35 @@ extension SyncEngine {
       fresh.append(record)
     }
     return fresh
+  }
+
+  /// The largest content that a pull brings into memory for the file that takes it (see
+  /// ``fetchedContent``), where larger content streams into a blob file.
+  static let smallContent: UInt64 = 64 << 10
+
+  /// Fetches small content together (``Hub/smallBlobs(hashes:sizeLimit:)``), into
+  /// ``fetchedContent``; returns the hashes that arrived. The rest take ``fetchBlob(_:durable:)``.
+  func fetchSmallContent(_ hashes: [ContentHash]) async throws(SyncError) -> Set<ContentHash> {
+    var arrived: Set<ContentHash> = []
+    // A page at most: the hub reads each request in one transaction.
+    for start in stride(from: 0, to: hashes.count, by: 512) {
+      let part = hashes[start..<min(start + 512, hashes.count)]
+      let bytes: [[UInt8]: [UInt8]]
+      do {
+        bytes = try await hub.smallBlobs(
+          hashes: part.map(\.bytes), sizeLimit: Int(Self.smallContent))
+      } catch {
+        throw .hub(error.description)
+      }
+      withLock {
+        for hash in part {
+          guard let content = bytes[hash.bytes] else { continue }
+          fetchedContent[hash] = content
+          arrived.insert(hash)
+        }
+      }
+    }
+    return arrived
   }
 
   /// Downloads a blob into the store, checking its hash on arrival; nil when it is here, else

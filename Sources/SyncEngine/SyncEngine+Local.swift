@@ -347,7 +347,7 @@ extension SyncEngine {
         return show(path, record, local)
       }
       guard let hash = record.content.blobHash else { return false }
-      guard holdsContent(hash, preferring: path) else {
+      guard fetchedContent[hash] != nil || holdsContent(hash, preferring: path) else {
         noteMissing(hash)
         return false
       }

@@ -96,8 +96,17 @@ extension SyncEngine {
   /// soon as the hub no longer wants it (a device has put it again).
   func fetchMissingBlobs() async throws(SyncError) {
     let now = monotonicMilliseconds()
-    let due = withLock {
+    var due = withLock {
       missingBlobs.filter { $0.value.retryAt <= now }.map(\.key).sorted()
+    }
+    // Many at once (the rest of an initial sync after a restart): small content comes into
+    // memory together, as a pull brings it, for the next applyPending; the others that are
+    // due wait for the next round, so memory holds a bounded number of them.
+    if due.count > 1 {
+      due = Array(due.prefix(Self.missingPerRound))
+      let arrived = try await fetchSmallContent(due)
+      withLock { for hash in arrived { missingBlobs[hash] = nil } }
+      due.removeAll { arrived.contains($0) }
     }
     for hash in due {
       let wait = blobs.contains(hash) ? nil : try await fetchBlob(hash)
@@ -114,6 +123,9 @@ extension SyncEngine {
       }
     }
   }
+
+  /// The most missing blobs one round fetches: at most 64 MiB of small content in memory.
+  static let missingPerRound = 1024
 
   /// Tells the hub that a blob arrived failing its check, or missing, and returns why this
   /// device still waits for it. The hub checks its own copy: a damaged one it drops and lists

@@ -90,6 +90,11 @@ public final class SyncEngine: @unchecked Sendable {
   var pendingApplies: [DocumentPath: FileApply] = [:]
   /// Paths whose remote content is being written, outside the lock.
   var applying: Set<DocumentPath> = []
+  /// Small content just fetched (checked against its hash), held in memory until the files
+  /// that take it are written (`applyPending`), so that it is written once, into them, with
+  /// no blob file of its own; what no file took then becomes a blob. Never durable: a crash
+  /// before it lands leaves records whose content is fetched again.
+  var fetchedContent: [ContentHash: [UInt8]] = [:]
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
   /// Blobs to fetch again (missing, or found damaged).

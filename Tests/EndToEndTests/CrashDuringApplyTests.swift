@@ -65,6 +65,51 @@ struct CrashDuringApplyTests {
     }
   }
 
+  /// A new device's initial sync of many small files lands page by page (content fetched into
+  /// memory, written into new working files, one flush for a page's names): a kill at any
+  /// moment of it, even again while it finishes after a restart, leaves a device that, mounted
+  /// again, shows every file right and publishes nothing.
+  @Test(
+    "SIGKILL of a new device at random moments of its initial sync of 3000 files: every file right",
+    .needs("sqlite3"), .docsyncOnly)
+  func killsDuringAnInitialSyncLeaveEveryFileRight() throws {
+    try Library.with(programs: ["sqlite3"], hub: .sqlite) { library in
+      let a = try library.device("laptop")
+      try makeManyFiles(at: a.mountPoint, count: 3000)
+      try a.sync(timeout: 300)
+      let records = try Self.hubRecords(library)
+      // How long a new device takes from its mount to a sync that returns: the kills aim at
+      // that window.
+      let started = ContinuousClock.now
+      let first = try library.device("first")
+      try first.sync(timeout: 300)
+      let window = started.duration(to: .now)
+      try expectSameTree(a, first)
+      var seed = UInt64(UInt32(truncatingIfNeeded: time(nil)))
+      print("killsDuringAnInitialSyncLeaveEveryFileRight: seed \(seed), window \(window)")
+      let windowMicroseconds = UInt64(window / .microseconds(1))
+      for round in 1...4 {
+        let device = try library.device("new\(round)")
+        var kills: [UInt32] = []
+        // Killed once, or twice: the second time while it finishes what the first left.
+        for _ in 0..<(1 + round % 2) {
+          seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+          let delay = UInt32((seed >> 33) % max(windowMicroseconds, 100_000))
+          usleep(delay)
+          try device.crash()
+          kills.append(delay / 1000)
+          try device.mount()
+        }
+        try device.sync(timeout: 300)
+        let context = "round \(round), kills after \(kills) ms\n\(device.logTail())"
+        let diff = try treeDifferences(a, device)
+        #expect(diff.isEmpty, "\(context)\n\(diff.prefix(20).joined(separator: "\n"))")
+        #expect(try findVersions(device).isEmpty, "\(context)")
+        #expect(try Self.hubRecords(library) == records, "the new device published: \(context)")
+      }
+    }
+  }
+
   /// A power cut can take back a write that had not reached the disk: B's working file then
   /// holds the previous version's content and time while B's records say it shows the newer
   /// one. That older content is not a local edit: B shows the current version again and

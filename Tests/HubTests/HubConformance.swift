@@ -33,6 +33,13 @@ enum HubConformance {
     ("a blob that does not match its hash is refused", corruptPutRefused),
     ("a blob damaged in storage is detected on fetch", corruptFetchDetected),
     ("a missing blob is reported", missingBlobReported),
+    (
+      "small blobs put together read back, and one under a wrong key is never stored", putSmallBlobs
+    ),
+    (
+      "small blobs read together are each right, and never a missing, large or damaged one",
+      smallBlobs
+    ),
     ("a damaged blob reported is dropped, wanted, then put again", damagedBlobIsRepaired),
     ("a good blob reported stays", goodBlobReportedStays),
     ("a report of a blob nobody names changes nothing", unknownBlobReported),
@@ -221,6 +228,48 @@ enum HubConformance {
       guard case .integrity = error as? HubError else { return false }
       return true
     }
+  }
+
+  static func smallBlobs(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let small = try await (0..<5).asyncMap {
+      try await putBlob(hub, pseudoRandomBytes(count: 4096 + $0, seed: UInt64($0)))
+    }
+    let large = try await putBlob(hub, pseudoRandomBytes(count: 70_000, seed: 9))
+    let damaged = try await putBlob(hub, pseudoRandomBytes(count: 3000, seed: 10))
+    try await fixture.corruptBlob(damaged)
+    let missing = HubHash.sha256(Array("never put".utf8))
+    let read = try await hub.smallBlobs(
+      hashes: small + [large, damaged, missing], sizeLimit: 65536)
+    for (hash, bytes) in read {
+      #expect(small.contains(hash))
+      #expect(HubHash.sha256(bytes) == hash)
+    }
+    // What is left out takes fetchBlob, which still has it.
+    for hash in small where read[hash] == nil {
+      #expect(HubHash.sha256(try await fetchBlob(hub, hash)) == hash)
+    }
+  }
+
+  static func putSmallBlobs(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    let contents = (0..<5).map { pseudoRandomBytes(count: 100 * $0, seed: UInt64($0)) }
+    var blobs = Dictionary(uniqueKeysWithValues: contents.map { (HubHash.sha256($0), $0) })
+    var wrong = HubHash.sha256(Array("other".utf8))
+    wrong[0] ^= 0xff
+    blobs[wrong] = Array("other".utf8)
+    let stored = try await hub.putSmallBlobs(blobs)
+    #expect(!stored.contains(wrong))
+    #expect(try await !hub.hasBlob(hash: wrong))
+    for content in contents {
+      let hash = HubHash.sha256(content)
+      // What a hub did not store takes putBlob.
+      if !stored.contains(hash) { _ = try await putBlob(hub, content) }
+      #expect(try await fetchBlob(hub, hash) == content)
+    }
+    // Again: nothing changes, and the hub still has them all.
+    let again = try await hub.putSmallBlobs(blobs)
+    #expect(again.isSubset(of: Set(blobs.keys).subtracting([wrong])))
   }
 
   static func missingBlobReported(_ fixture: HubFixture) async throws {
@@ -460,6 +509,15 @@ func endCursor(_ hub: any Hub) async throws -> HubCursor {
 }
 
 /// Deterministic bytes that do not compress or repeat, so a misplaced chunk cannot go unnoticed.
+extension Sequence {
+  /// `map` with an async transform, in order.
+  func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+    var result: [T] = []
+    for element in self { result.append(try await transform(element)) }
+    return result
+  }
+}
+
 func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {
   var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
   var bytes = [UInt8](repeating: 0, count: count)

@@ -59,6 +59,34 @@ struct SQLiteHubConformanceTests {
   }
 }
 
+@Suite("SQLiteHub small blobs")
+struct SQLiteHubSmallBlobTests {
+  /// The SQLite hub reads every small blob it has in one request (the conformance check
+  /// allows a hub to leave any out).
+  @Test func everySmallBlobItHasIsRead() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let contents = (0..<50).map { pseudoRandomBytes(count: 4096, seed: UInt64($0)) }
+    var hashes: [[UInt8]] = []
+    for content in contents { hashes.append(try await putBlob(hub, content)) }
+    let large = try await putBlob(hub, pseudoRandomBytes(count: 2 << 20, seed: 99))
+    let read = try await hub.smallBlobs(hashes: hashes + [large], sizeLimit: 1 << 20)
+    #expect(read.count == contents.count)
+    for (hash, content) in zip(hashes, contents) { #expect(read[hash] == content) }
+  }
+
+  /// And stores every small blob put together, in one request.
+  @Test func everySmallBlobPutTogetherIsStored() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let contents = (0..<50).map { pseudoRandomBytes(count: 4096, seed: UInt64($0)) }
+    let blobs = Dictionary(uniqueKeysWithValues: contents.map { (HubHash.sha256($0), $0) })
+    #expect(try await hub.putSmallBlobs(blobs) == Set(blobs.keys))
+    let read = try await hub.smallBlobs(hashes: Array(blobs.keys), sizeLimit: 1 << 20)
+    #expect(read == blobs)
+  }
+}
+
 @Suite("SQLiteHub space")
 struct SQLiteHubSpaceTests {
   /// A new hub gives pruned space back by incremental vacuum from its creation: no mount ever

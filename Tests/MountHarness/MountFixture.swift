@@ -192,9 +192,7 @@ public final class MountFixture {
 
   /// FUSE mount points under `testsRoot`, from /proc/self/mountinfo.
   public static func mountedPoints() -> [String] {
-    guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else {
-      return []
-    }
+    guard let text = procFile("/proc/self/mountinfo") else { return [] }
     return text.split(separator: "\n").compactMap { line in
       // Fields: id parent major:minor root mountpoint options... - fstype source superoptions
       let fields = line.split(separator: " ")
@@ -204,6 +202,25 @@ public final class MountFixture {
       let point = unescapeMountInfo(String(fields[4]))
       return point.hasPrefix(testsRoot + "/") ? point : nil
     }
+  }
+
+  /// The whole text of a /proc file, read until end of file: Foundation's
+  /// `String(contentsOfFile:)` stops after the first read, which for mountinfo is a page's
+  /// worth of whole lines, so with a few dozen mounts on the machine a new mount was not seen.
+  public static func procFile(_ path: String) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while true {
+      let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if n < 0 && errno == EINTR { continue }
+      if n < 0 { return nil }
+      if n == 0 { break }
+      bytes += buffer[0..<n]
+    }
+    return String(decoding: bytes, as: UTF8.self)
   }
 
   /// mountinfo writes space, tab, newline and backslash as `\ooo`.

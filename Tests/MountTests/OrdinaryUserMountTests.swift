@@ -18,7 +18,7 @@ struct OrdinaryUserMountTests {
       #expect(stat("/proc/\(try m.daemonPID())", &info) == 0)
       #expect(info.st_uid == getuid(), "the daemon runs as uid \(info.st_uid)")
       // fusermount3 records who mounted: user_id= in the mount's super options.
-      let mountInfo = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+      let mountInfo = try #require(MountFixture.procFile("/proc/self/mountinfo"))
       let line = mountInfo.split(separator: "\n").first {
         $0.split(separator: " ").dropFirst(4).first.map {
           MountFixture.unescapeMountInfo(String($0))
