@@ -70,6 +70,29 @@ struct SQLiteHubSpaceTests {
     let mode = try await hub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") }
     #expect(mode == 2)
   }
+
+  /// A new hub stores chunks in large pages (see ``SQLiteHub/pageSize``); a hub made with
+  /// SQLite's default pages keeps them, and its blobs still go in and come out whole.
+  @Test func aNewHubHasLargePagesAndAnOldOneKeepsItsOwn() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let size = try await hub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+    #expect(size == SQLiteHub.pageSize)
+
+    let old = folder.path + "/old.sqlite"
+    let queue = try DatabaseQueue(path: old)
+    try await queue.write { db in
+      try db.execute(
+        sql: "PRAGMA page_size = 4096; PRAGMA application_id = \(SQLiteHub.applicationID)")
+    }
+    try queue.close()
+    let oldHub = try SQLiteHub(path: old)
+    let oldSize = try await oldHub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+    #expect(oldSize == 4096)
+    let bytes = (0..<(3 * SQLiteHub.chunkSize + 5)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let hash = try await putBlob(oldHub, bytes)
+    #expect(try await fetchBlob(oldHub, hash) == bytes)
+  }
 }
 
 @Suite("SQLiteHub change watching")
