@@ -404,8 +404,14 @@ extension SyncEngine {
       throw .hub(error.description)
     }
     // The hub checked the bytes against the hash as they arrived (Hub.fetchBlob's contract,
-    // on this side of the network), so they are not read back a second time here.
+    // on this side of the network), so they are not read back a second time here, nor when
+    // the blob becomes a working file while its file is as installed (a 1 GiB pull spent a
+    // second on that second read).
     try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+    var info = stat()
+    if stat(blobs.path(hash), &info) == 0 {
+      withLock { verifiedBlobs[hash] = BlobIdentity(info) }
+    }
     return nil
   }
 }
