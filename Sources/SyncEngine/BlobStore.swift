@@ -11,6 +11,8 @@ import LocalStore
 struct BlobStore: Sendable {
   let folder: String
   let store: LocalStore
+  /// The blobs ``add(from:durable:)`` wrote in this run, checked as they were written.
+  let checked = CheckedBlobs()
 
   init(store: LocalStore) {
     self.store = store
@@ -96,6 +98,7 @@ struct BlobStore: Sendable {
       unlink(temporary)
     } else {
       try install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+      checked.note(hash, path: path(hash))
     }
     return (hash, Int64(offset))
   }
@@ -144,7 +147,10 @@ struct BlobStore: Sendable {
     return ContentHash(of: result) == hash ? result : nil
   }
 
-  func remove(_ hash: ContentHash) { unlink(path(hash)) }
+  func remove(_ hash: ContentHash) {
+    checked.forget(hash)
+    unlink(path(hash))
+  }
 }
 
 /// Everything an open file holds from where it is to its end; nil when a read fails.

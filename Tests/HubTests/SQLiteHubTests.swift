@@ -95,6 +95,25 @@ struct SQLiteHubSpaceTests {
   }
 }
 
+@Suite("SQLiteHub checked puts")
+struct SQLiteHubCheckedPutTests {
+  /// A put the caller vouches for is stored without a second hash; every fetch still checks
+  /// the bytes, so a caller that vouched wrongly cannot hand damage on to other devices.
+  @Test func aCheckedPutIsStoredAndAWrongOneIsRefusedOnFetch() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let bytes = (0..<(2 * SQLiteHub.chunkSize + 3)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+    let hash = HubHash.sha256(bytes)
+    let file = try TemporaryFile(bytes)
+    try await hub.putBlob(hash: hash, from: file.descriptor, checked: true)
+    #expect(try await fetchBlob(hub, hash) == bytes)
+
+    let claimed = HubHash.sha256(Array("something else".utf8))
+    try await hub.putBlob(hash: claimed, from: file.descriptor, checked: true)
+    await #expect(throws: HubError.self) { _ = try await fetchBlob(hub, claimed) }
+  }
+}
+
 @Suite("SQLiteHub change watching")
 struct SQLiteHubWatchTests {
   /// The wake-up comes from the database's files changing, not from the once-a-second look that
