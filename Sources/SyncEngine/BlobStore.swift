@@ -1,6 +1,7 @@
 import Crypto
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 
 /// The device's content-addressed blobs: the content of every version it has made or fetched.
@@ -85,6 +86,7 @@ struct BlobStore: Sendable {
       buffer.withUnsafeBytes {
         hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
       }
+      BlobFile.startWriteback(fd, before: Int64(offset), count: n)
       guard writeAll(fd, buffer, count: n) else {
         close(fd)
         unlink(temporary)
