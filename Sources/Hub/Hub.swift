@@ -24,6 +24,11 @@ public protocol Hub: Sendable {
   /// memory for it only then. The default says no.
   var putsSmallBlobsTogether: Bool { get }
 
+  /// As ``putBlob(hash:from:)``; with `checked`, the caller vouches that the file holds exactly
+  /// the bytes of `hash` (it hashed them itself as it wrote the file, unchanged since), and the
+  /// hub may store them without hashing them again. Fetches still check every byte.
+  func putBlob(hash: [UInt8], from fileDescriptor: Int32, checked: Bool) async throws(HubError)
+
   /// Whether a complete blob with this hash is stored.
   func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool
 
@@ -185,6 +190,15 @@ public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
     case .invalidLocation(let reason): "invalid hub location: \(reason)"
     case .failed(let reason): "hub operation failed: \(reason)"
     }
+  }
+}
+
+extension Hub {
+  /// A hub that always checks what it stores.
+  public func putBlob(hash: [UInt8], from fileDescriptor: Int32, checked: Bool)
+    async throws(HubError)
+  {
+    try await putBlob(hash: hash, from: fileDescriptor)
   }
 }
 

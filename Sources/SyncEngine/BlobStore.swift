@@ -1,6 +1,7 @@
 import Crypto
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 
 /// The device's content-addressed blobs: the content of every version it has made or fetched.
@@ -11,6 +12,8 @@ import LocalStore
 struct BlobStore: Sendable {
   let folder: String
   let store: LocalStore
+  /// The blobs ``add(from:durable:)`` wrote in this run, checked as they were written.
+  let checked = CheckedBlobs()
 
   init(store: LocalStore) {
     self.store = store
@@ -83,6 +86,7 @@ struct BlobStore: Sendable {
       buffer.withUnsafeBytes {
         hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
       }
+      BlobFile.startWriteback(fd, before: Int64(offset), count: n)
       guard writeAll(fd, buffer, count: n) else {
         close(fd)
         unlink(temporary)
@@ -96,6 +100,7 @@ struct BlobStore: Sendable {
       unlink(temporary)
     } else {
       try install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+      checked.note(hash, path: path(hash))
     }
     return (hash, Int64(offset))
   }
@@ -150,7 +155,10 @@ struct BlobStore: Sendable {
     return ContentHash(of: result) == hash ? result : nil
   }
 
-  func remove(_ hash: ContentHash) { unlink(path(hash)) }
+  func remove(_ hash: ContentHash) {
+    checked.forget(hash)
+    unlink(path(hash))
+  }
 }
 
 /// Everything an open file holds from where it is to its end; nil when a read fails.

@@ -308,14 +308,18 @@ extension SyncEngine {
     return Incoming(name: incoming, fromBlob: nil)
   }
 
-  /// Renames the blob of `item` into a new working file after checking it against its hash;
-  /// nil when there is no such blob, or it cannot be moved (then the content is copied).
+  /// Renames the blob of `item` into a new working file after checking it against its hash
+  /// (unless it was checked as its file still is: just fetched); nil when there is no such
+  /// blob, or it cannot be moved (then the content is copied).
   private func moveBlob(_ item: FileApply, durable: Bool) -> Incoming? {
     let blob = blobs.path(item.hash)
     let fd = open(blob, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    guard Self.holds(fd, item.hash) else {
+    var info = stat()
+    let checked =
+      fstat(fd, &info) == 0 && withLock { verifiedBlobs[item.hash] == BlobIdentity(info) }
+    guard checked || Self.holds(fd, item.hash) else {
       logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
       blobs.remove(item.hash)
       withLock {

@@ -98,6 +98,48 @@ struct SQLiteHubSpaceTests {
     let mode = try await hub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") }
     #expect(mode == 2)
   }
+
+  /// A new hub stores chunks in large pages (see ``SQLiteHub/pageSize``); a hub made with
+  /// SQLite's default pages keeps them, and its blobs still go in and come out whole.
+  @Test func aNewHubHasLargePagesAndAnOldOneKeepsItsOwn() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let size = try await hub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+    #expect(size == SQLiteHub.pageSize)
+
+    let old = folder.path + "/old.sqlite"
+    let queue = try DatabaseQueue(path: old)
+    try await queue.write { db in
+      try db.execute(
+        sql: "PRAGMA page_size = 4096; PRAGMA application_id = \(SQLiteHub.applicationID)")
+    }
+    try queue.close()
+    let oldHub = try SQLiteHub(path: old)
+    let oldSize = try await oldHub.pool.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") }
+    #expect(oldSize == 4096)
+    let bytes = (0..<(3 * SQLiteHub.chunkSize + 5)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    let hash = try await putBlob(oldHub, bytes)
+    #expect(try await fetchBlob(oldHub, hash) == bytes)
+  }
+}
+
+@Suite("SQLiteHub checked puts")
+struct SQLiteHubCheckedPutTests {
+  /// A put the caller vouches for is stored without a second hash; every fetch still checks
+  /// the bytes, so a caller that vouched wrongly cannot hand damage on to other devices.
+  @Test func aCheckedPutIsStoredAndAWrongOneIsRefusedOnFetch() async throws {
+    let folder = try ScratchFolder()
+    let hub = try SQLiteHub(path: folder.path + "/hub.sqlite")
+    let bytes = (0..<(2 * SQLiteHub.chunkSize + 3)).map { UInt8(truncatingIfNeeded: $0 &* 13) }
+    let hash = HubHash.sha256(bytes)
+    let file = try TemporaryFile(bytes)
+    try await hub.putBlob(hash: hash, from: file.descriptor, checked: true)
+    #expect(try await fetchBlob(hub, hash) == bytes)
+
+    let claimed = HubHash.sha256(Array("something else".utf8))
+    try await hub.putBlob(hash: claimed, from: file.descriptor, checked: true)
+    await #expect(throws: HubError.self) { _ = try await fetchBlob(hub, claimed) }
+  }
 }
 
 @Suite("SQLiteHub change watching")
