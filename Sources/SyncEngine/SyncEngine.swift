@@ -201,13 +201,18 @@ public final class SyncEngine: @unchecked Sendable {
       }
     }
     known = VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger))
+    heads = []
     state = LibraryState(known)
-    history = HistoryIndex(
-      pathsWithEarlierVersions: snapshot.historyPaths.map {
-        DocumentPath(components: Self.components($0))
-      })
-    for record in snapshot.shown {
-      shown[DocumentPath(components: Self.components(record.path))] = record
+    // The rows per path are read one at a time, and each path is the one the state holds
+    // already where there is one: a path kept in several tables is then stored once.
+    var historyPaths: [DocumentPath] = []
+    do throws(LocalStoreError) {
+      try store.loadHistoryPaths { historyPaths.append(sharedPath($0)) }
+      history = HistoryIndex(pathsWithEarlierVersions: historyPaths)
+      historyPaths = []
+      try store.loadShown { shown[sharedPath($0.path)] = $0 }
+    } catch {
+      throw .local(error.description)
     }
     outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
     intents = snapshot.intents
@@ -270,6 +275,14 @@ public final class SyncEngine: @unchecked Sendable {
 
   static func components(_ path: [UInt8]) -> [[UInt8]] {
     path.split(separator: UInt8(ascii: "/")).map(Array.init)
+  }
+
+  /// The path of `bytes` as the library state holds it, when it holds it: one copy of its
+  /// components for every table that names the path.
+  private func sharedPath(_ bytes: [UInt8]) -> DocumentPath {
+    let path = DocumentPath(components: Self.components(bytes))
+    guard let index = state.entries.index(forKey: path) else { return path }
+    return state.entries.keys[index]
   }
 
   func persist(_ changes: [SyncChange]) throws(SyncError) {
