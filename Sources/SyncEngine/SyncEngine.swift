@@ -325,13 +325,22 @@ public final class SyncEngine: @unchecked Sendable {
 
   /// Compares the tree with what it showed at the last unmount: edits made while the mount
   /// was down (or lost to a crash before they were recorded) become local operations.
+  ///
+  /// The tree is walked once without keeping what it holds: only which shown paths it still
+  /// has, as the keys `shown` holds already (a large library's tree is not copied at start).
   private func noteOfflineChanges(_ tree: any LocalTree, except wentBack: Set<DocumentPath>) {
-    let local = tree.entries(under: .root)
-    for (path, entry) in local where !path.isRoot && !wentBack.contains(path) {
-      guard let record = shown[path], let version = known[VersionID(digest(record.versionID))]
+    var present: Set<DocumentPath> = []
+    present.reserveCapacity(shown.count)
+    tree.forEachEntry(under: .root) { path, entry in
+      guard !path.isRoot else { return }
+      let index = shown.index(forKey: path)
+      if let index { present.insert(shown.keys[index]) }
+      guard !wentBack.contains(path) else { return }
+      guard let index, case let record = shown.values[index],
+        let version = known[VersionID(digest(record.versionID))]
       else {
         if !ignore.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
-        continue
+        return
       }
       if version.content.isDeletion {
         changeLog.note(.create(path))
@@ -341,7 +350,7 @@ public final class SyncEngine: @unchecked Sendable {
         changeLog.note(.write(path))
       }
     }
-    for (path, record) in shown where local[path] == nil {
+    for (path, record) in shown where !present.contains(path) {
       if let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion {
         changeLog.note(.remove(path))
       }
