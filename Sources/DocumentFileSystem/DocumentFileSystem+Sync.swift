@@ -140,18 +140,16 @@ extension DocumentFileSystem: LocalTree {
     lock.withLock { node(at: path).map(localEntry) }
   }
 
-  public func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry] {
+  public func forEachEntry(under path: DocumentPath, _ body: (DocumentPath, LocalEntry) -> Void) {
     lock.withLock {
-      var result: [DocumentPath: LocalEntry] = [:]
-      guard let start = node(at: path) else { return result }
+      guard let start = node(at: path) else { return }
       var pending: [(DocumentPath, Node)] = [(path, start)]
       while let (current, node) = pending.popLast() {
-        if !current.isRoot { result[current] = localEntry(node) }
+        if !current.isRoot { body(current, localEntry(node)) }
         for (name, inode) in node.children {
           if let child = nodes[inode] { pending.append((current.appending(name), child)) }
         }
       }
-      return result
     }
   }
 

@@ -121,33 +121,26 @@ public final class DocumentFileSystem: @unchecked Sendable {
     self.store = store
     self.engine = engine
     self.creationMask = (creationMask ?? Self.processUmask()) & 0o777
-    let snapshot: Snapshot
-    do {
-      snapshot = try store.load()
-    } catch {
-      throw .ioError
-    }
-    nextInode = max(snapshot.nextInode, Self.firstInode)
-    for record in snapshot.inodes {
-      nodes[record.inode] = Node(record: record)
-      nextInode = max(nextInode, record.inode + 1)
-    }
-    if nodes[Self.rootInode] == nil {
-      let now = currentTime()
-      let root = InodeRecord(
-        inode: Self.rootInode, mode: UInt32(S_IFDIR) | folderMode, uid: owner.uid,
-        gid: owner.gid,
-        rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
-      try persist([.putInode(root), .setNextInode(nextInode)])
-      nodes[Self.rootInode] = Node(record: root)
-    }
-    nodes[Self.rootInode]!.linkCount = 1
-    nodes[Self.rootInode]!.lookups = 1
+    // The rows come one at a time and become nodes at once: a large tree's rows are never all
+    // in memory beside its nodes.
+    var loaded: [UInt64: Node] = [:]
+    var lastInode: UInt64 = 0
     var dangling: [Change] = []
-    for entry in snapshot.entries {
-      guard let parent = nodes[entry.parent], let child = nodes[entry.inode] else {
+    var root: InodeRecord?
+    let newFolderMode = 0o777 & ~self.creationMask
+    let link = { (entry: EntryRecord) in
+      if loaded[Self.rootInode] == nil {
+        let now = currentTime()
+        let record = InodeRecord(
+          inode: Self.rootInode, mode: UInt32(S_IFDIR) | newFolderMode, uid: owner.uid,
+          gid: owner.gid,
+          rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
+        root = record
+        loaded[Self.rootInode] = Node(record: record)
+      }
+      guard let parent = loaded[entry.parent], let child = loaded[entry.inode] else {
         dangling.append(.deleteEntry(parent: entry.parent, name: entry.name))
-        continue
+        return
       }
       parent.children[entry.name] = entry.inode
       child.linkCount += 1
@@ -157,6 +150,33 @@ public final class DocumentFileSystem: @unchecked Sendable {
         parent.subdirectories += 1
       }
     }
+    let snapshot: Snapshot
+    do {
+      snapshot = try store.load(
+        eachInode: { record in
+          loaded[record.inode] = Node(record: record)
+          lastInode = max(lastInode, record.inode)
+        },
+        eachEntry: link)
+    } catch {
+      throw .ioError
+    }
+    nextInode = max(snapshot.nextInode, Self.firstInode, lastInode + 1)
+    nodes = loaded
+    loaded = [:]
+    if nodes[Self.rootInode] == nil || root != nil {
+      let now = currentTime()
+      let record =
+        root
+        ?? InodeRecord(
+          inode: Self.rootInode, mode: UInt32(S_IFDIR) | folderMode, uid: owner.uid,
+          gid: owner.gid,
+          rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
+      try persist([.putInode(record), .setNextInode(nextInode)])
+      if nodes[Self.rootInode] == nil { nodes[Self.rootInode] = Node(record: record) }
+    }
+    nodes[Self.rootInode]!.linkCount = 1
+    nodes[Self.rootInode]!.lookups = 1
     for attribute in snapshot.extendedAttributes {
       nodes[attribute.inode]?.extendedAttributes[attribute.name] = attribute.value
     }

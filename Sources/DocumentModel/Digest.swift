@@ -10,11 +10,20 @@ public struct Digest256: Hashable, Comparable, Sendable, CustomStringConvertible
   /// Takes exactly 32 bytes; returns nil for any other length.
   public init?(bytes: some Collection<UInt8>) {
     guard bytes.count == 32 else { return nil }
-    var words: [UInt64] = [0, 0, 0, 0]
-    for (index, byte) in bytes.enumerated() {
-      words[index / 8] = words[index / 8] << 8 | UInt64(byte)
+    // Four words folded in place: no array of words, no enumeration (every record a start
+    // loads, and every id read from the database, comes through here).
+    var (a, b, c, d): (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    var index = 0
+    for byte in bytes {
+      switch index >> 3 {
+      case 0: a = a << 8 | UInt64(byte)
+      case 1: b = b << 8 | UInt64(byte)
+      case 2: c = c << 8 | UInt64(byte)
+      default: d = d << 8 | UInt64(byte)
+      }
+      index += 1
     }
-    (w0, w1, w2, w3) = (words[0], words[1], words[2], words[3])
+    (w0, w1, w2, w3) = (a, b, c, d)
   }
 
   /// The SHA-256 of `data`.

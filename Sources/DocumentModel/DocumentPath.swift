@@ -50,6 +50,17 @@ public struct DocumentPath: Hashable, Comparable, Sendable, CustomStringConverti
 
   public var description: String { String(decoding: bytes, as: UTF8.self) }
 
+  // Each component's bytes go to the hasher at once: the synthesized hash fed it one byte at a
+  // time, and paths are the keys of every per-document table (a start hashes each several
+  // times). Equal paths have equal components, so they still hash alike.
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(components.count)
+    for component in components {
+      hasher.combine(component.count)
+      component.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+  }
+
   public static func < (lhs: DocumentPath, rhs: DocumentPath) -> Bool {
     lhs.components.lexicographicallyPrecedes(rhs.components) {
       $0.lexicographicallyPrecedes($1)

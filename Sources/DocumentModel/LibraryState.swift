@@ -28,19 +28,20 @@ public struct LibraryState: Sendable, Equatable {
   private var liveBelow: [DocumentPath: Int] = [:]
 
   /// Computes the whole state in O(paths × depth).
+  ///
+  /// Two passes over the paths, each asking the set again, rather than one that keeps every
+  /// path's state for the second: in a large library that table was the peak of a start.
   public init(_ set: VersionSet) {
-    var states: [DocumentPath: PathState] = [:]
-    states.reserveCapacity(set.paths.count)
+    for path in set.paths where set.winner(at: path).map({ !$0.content.isDeletion }) == true {
+      ownLive.insert(path)
+      adjustAncestors(of: path, by: 1)
+    }
+    entries.reserveCapacity(set.paths.count + liveBelow.count)
     for path in set.paths {
       guard let state = set.pathState(at: path) else { continue }
-      states[path] = state
-      if state.isLive {
-        ownLive.insert(path)
-        adjustAncestors(of: path, by: 1)
-      }
+      apply(state, at: path)
     }
-    for (path, state) in states { apply(state, at: path) }
-    for path in liveBelow.keys where states[path] == nil { apply(nil, at: path) }
+    for path in liveBelow.keys where set.winner(at: path) == nil { apply(nil, at: path) }
   }
 
   /// Recomputes only `touched` paths (as returned by `VersionSet.insert(contentsOf:)`) and the

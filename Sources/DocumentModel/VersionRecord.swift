@@ -55,21 +55,57 @@ public struct RenameOrigin: Hashable, Sendable {
 }
 
 /// An immutable version of one path; its id is the SHA-256 of its canonical encoding.
+///
+/// A value with one reference inside: the fields live in one shared, immutable object, so the
+/// several places that hold a head (the version set, the library state, a path's state) hold
+/// one copy of it, 8 bytes each, rather than 200 bytes each (a large library keeps one record
+/// per document in memory; dictionaries of inline records cost more than twice that again in
+/// empty buckets).
 public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
-  public let id: VersionID
-  public let path: DocumentPath
-  public let content: VersionContent
+  private final class Fields: Sendable {
+    let id: VersionID
+    let path: DocumentPath
+    let content: VersionContent
+    let parents: [VersionID]
+    let modified: HLCTimestamp
+    let deviceID: DeviceID
+    let deviceName: String
+    let origin: RenameOrigin?
+    let contentTime: Int64?
+
+    init(
+      id: VersionID, path: DocumentPath, content: VersionContent, parents: [VersionID],
+      modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?,
+      contentTime: Int64?
+    ) {
+      self.id = id
+      self.path = path
+      self.content = content
+      self.parents = parents
+      self.modified = modified
+      self.deviceID = deviceID
+      self.deviceName = deviceName
+      self.origin = origin
+      self.contentTime = contentTime
+    }
+  }
+
+  private let fields: Fields
+
+  public var id: VersionID { fields.id }
+  public var path: DocumentPath { fields.path }
+  public var content: VersionContent { fields.content }
   /// Versions of the same path this one follows, sorted and without duplicates.
-  public let parents: [VersionID]
-  public let modified: HLCTimestamp
-  public let deviceID: DeviceID
+  public var parents: [VersionID] { fields.parents }
+  public var modified: HLCTimestamp { fields.modified }
+  public var deviceID: DeviceID { fields.deviceID }
   /// The device's name as people read it; sanitised only when it becomes a file name.
-  public let deviceName: String
-  public let origin: RenameOrigin?
+  public var deviceName: String { fields.deviceName }
+  public var origin: RenameOrigin? { fields.origin }
   /// The file's own modification time in nanoseconds since the epoch, as the device that
   /// saved it had it; `modified` orders versions, this is what a file's mtime shows. Nil for
   /// folders and deletions.
-  public let contentTime: Int64?
+  public var contentTime: Int64? { fields.contentTime }
 
   /// Builds a record and derives its id from its canonical encoding.
   public init(
@@ -96,15 +132,9 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
     modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?,
     contentTime: Int64? = nil
   ) {
-    self.id = storedID
-    self.contentTime = contentTime
-    self.path = path
-    self.content = content
-    self.parents = parents
-    self.modified = modified
-    self.deviceID = deviceID
-    self.deviceName = deviceName
-    self.origin = origin
+    fields = Fields(
+      id: storedID, path: path, content: content, parents: parents, modified: modified,
+      deviceID: deviceID, deviceName: deviceName, origin: origin, contentTime: contentTime)
   }
 
   public var kind: VersionKind { content.kind }

@@ -140,6 +140,17 @@ public struct VersionSet: Sendable {
     (headsByPath[path] ?? []).compactMap { records[$0] }.sorted(by: WinnerRule.beats)
   }
 
+  /// The head of `path` that wins (see `WinnerRule`), without sorting the others.
+  public func winner(at path: DocumentPath) -> VersionRecord? {
+    var best: VersionRecord?
+    for id in headsByPath[path] ?? [] {
+      guard let record = records[id] else { continue }
+      if let current = best, !WinnerRule.beats(record, current) { continue }
+      best = record
+    }
+    return best
+  }
+
   /// The state of one path from its heads alone (see `WinnerRule`).
   public func pathState(at path: DocumentPath) -> PathState? {
     PathState(heads: heads(at: path))

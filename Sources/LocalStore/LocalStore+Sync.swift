@@ -23,12 +23,13 @@ public struct ShownRecord: Sendable, Equatable {
 }
 
 /// The sync engine's durable state, loaded at mount.
+///
+/// What is kept per path (what the tree showed, which paths have history) is not in it: the
+/// engine reads those rows one at a time (`loadShown`, `loadHistoryPaths`), so that a large
+/// library's rows are never all in memory beside what the engine makes of them.
 public struct SyncSnapshot: Sendable {
-  /// The paths that have earlier versions `.history` shows.
-  public var historyPaths: [[UInt8]] = []
   /// Ids of records not yet on the hub, oldest first.
   public var outbox: [[UInt8]] = []
-  public var shown: [ShownRecord] = []
   public var metadata: [String: [UInt8]] = [:]
   /// Remote changes that were being applied when the last run ended.
   public var intents: [ApplyIntent] = []
@@ -64,21 +65,9 @@ extension LocalStore {
         while let row = try heads.next() {
           eachHead([UInt8](row[0] as Data), [UInt8](row[1] as Data))
         }
-        let historyPaths = try Data.fetchCursor(db, sql: "SELECT path FROM history_paths")
-        while let path = try historyPaths.next() {
-          snapshot.historyPaths.append([UInt8](path))
-        }
         let outboxRows = try Row.fetchCursor(db, sql: "SELECT id FROM outbox ORDER BY seq")
         while let row = try outboxRows.next() {
           snapshot.outbox.append([UInt8](row[0] as Data))
-        }
-        let shownRows = try Row.fetchCursor(
-          db, sql: "SELECT path, id, size, mtime, ctime FROM shown")
-        while let row = try shownRows.next() {
-          snapshot.shown.append(
-            ShownRecord(
-              path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
-              size: row[2], modificationTime: row[3], changeTime: row[4]))
         }
         let metadataRows = try Row.fetchCursor(db, sql: "SELECT key, value FROM sync_meta")
         while let row = try metadataRows.next() {
@@ -92,6 +81,35 @@ extension LocalStore {
               contentHash: [UInt8](row[2] as Data)))
         }
         return snapshot
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Hands over what the tree showed for each path, one row at a time.
+  public func loadShown(_ each: (ShownRecord) -> Void) throws(LocalStoreError) {
+    do {
+      try database.read { db in
+        let rows = try Row.fetchCursor(db, sql: "SELECT path, id, size, mtime, ctime FROM shown")
+        while let row = try rows.next() {
+          each(
+            ShownRecord(
+              path: [UInt8](row[0] as Data), versionID: [UInt8](row[1] as Data),
+              size: row[2], modificationTime: row[3], changeTime: row[4]))
+        }
+      }
+    } catch {
+      throw .failed("\(error)")
+    }
+  }
+
+  /// Hands over the paths that have earlier versions `.history` shows, one at a time.
+  public func loadHistoryPaths(_ each: ([UInt8]) -> Void) throws(LocalStoreError) {
+    do {
+      try database.read { db in
+        let paths = try Data.fetchCursor(db, sql: "SELECT path FROM history_paths")
+        while let path = try paths.next() { each([UInt8](path)) }
       }
     } catch {
       throw .failed("\(error)")

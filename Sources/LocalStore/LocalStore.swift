@@ -180,6 +180,20 @@ public final class LocalStore: @unchecked Sendable {
 
   /// Everything the store holds, to rebuild the live tree at mount.
   public func load() throws(LocalStoreError) -> Snapshot {
+    var inodes: [InodeRecord] = []
+    var entries: [EntryRecord] = []
+    var snapshot = try load(eachInode: { inodes.append($0) }, eachEntry: { entries.append($0) })
+    snapshot.inodes = inodes
+    snapshot.entries = entries
+    return snapshot
+  }
+
+  /// Loads the tree as `load()` does, but hands over the inodes, then the entries, one row at a
+  /// time rather than in the snapshot: a large tree's rows are then never all in memory beside
+  /// what the file system makes of them.
+  public func load(eachInode: (InodeRecord) -> Void, eachEntry: (EntryRecord) -> Void)
+    throws(LocalStoreError) -> Snapshot
+  {
     try flush()
     do {
       return try database.read { db in
@@ -187,7 +201,7 @@ public final class LocalStore: @unchecked Sendable {
         let inodes = try Row.fetchCursor(db, sql: "SELECT * FROM inodes")
         while let row = try inodes.next() {
           let target: Data? = row["target"]
-          snapshot.inodes.append(
+          eachInode(
             InodeRecord(
               inode: UInt64(row["ino"] as Int64), mode: UInt32(row["mode"] as Int64),
               uid: UInt32(row["uid"] as Int64), gid: UInt32(row["gid"] as Int64),
@@ -197,7 +211,7 @@ public final class LocalStore: @unchecked Sendable {
         }
         let entries = try Row.fetchCursor(db, sql: "SELECT parent, name, ino FROM entries")
         while let row = try entries.next() {
-          snapshot.entries.append(
+          eachEntry(
             EntryRecord(
               parent: UInt64(row[0] as Int64), name: [UInt8](row[1] as Data),
               inode: UInt64(row[2] as Int64)))

@@ -48,8 +48,9 @@ public enum ApplyOutcome: Sendable, Equatable {
 public protocol LocalTree: AnyObject, Sendable {
   /// What `path` holds now, or nil.
   func entry(at path: DocumentPath) -> LocalEntry?
-  /// Every path at or below `path` and what it holds.
-  func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry]
+  /// Hands over every path at or below `path` and what it holds, one at a time, holding the
+  /// tree's lock throughout: `body` must not call the tree.
+  func forEachEntry(under path: DocumentPath, _ body: (DocumentPath, LocalEntry) -> Void)
   /// Whether a file at `path` is open for writing.
   func hasOpenWriter(at path: DocumentPath) -> Bool
   /// Writes a remote version, unless the path no longer holds `expected`. For a file, only
@@ -176,4 +177,13 @@ func wallMilliseconds() -> UInt64 {
   var now = timespec()
   clock_gettime(CLOCK_REALTIME, &now)
   return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+}
+
+extension LocalTree {
+  /// Every path at or below `path` and what it holds.
+  public func entries(under path: DocumentPath) -> [DocumentPath: LocalEntry] {
+    var result: [DocumentPath: LocalEntry] = [:]
+    forEachEntry(under: path) { result[$0] = $1 }
+    return result
+  }
 }

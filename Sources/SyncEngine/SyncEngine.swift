@@ -206,13 +206,18 @@ public final class SyncEngine: @unchecked Sendable {
       }
     }
     known = VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger))
+    heads = []
     state = LibraryState(known)
-    history = HistoryIndex(
-      pathsWithEarlierVersions: snapshot.historyPaths.map {
-        DocumentPath(components: Self.components($0))
-      })
-    for record in snapshot.shown {
-      shown[DocumentPath(components: Self.components(record.path))] = record
+    // The rows per path are read one at a time, and each path is the one the state holds
+    // already where there is one: a path kept in several tables is then stored once.
+    var historyPaths: [DocumentPath] = []
+    do throws(LocalStoreError) {
+      try store.loadHistoryPaths { historyPaths.append(sharedPath($0)) }
+      history = HistoryIndex(pathsWithEarlierVersions: historyPaths)
+      historyPaths = []
+      try store.loadShown { shown[sharedPath($0.path)] = $0 }
+    } catch {
+      throw .local(error.description)
     }
     outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
     intents = snapshot.intents
@@ -277,6 +282,14 @@ public final class SyncEngine: @unchecked Sendable {
     path.split(separator: UInt8(ascii: "/")).map(Array.init)
   }
 
+  /// The path of `bytes` as the library state holds it, when it holds it: one copy of its
+  /// components for every table that names the path.
+  private func sharedPath(_ bytes: [UInt8]) -> DocumentPath {
+    let path = DocumentPath(components: Self.components(bytes))
+    guard let index = state.entries.index(forKey: path) else { return path }
+    return state.entries.keys[index]
+  }
+
   func persist(_ changes: [SyncChange]) throws(SyncError) {
     do {
       try store.applySync(changes)
@@ -317,13 +330,22 @@ public final class SyncEngine: @unchecked Sendable {
 
   /// Compares the tree with what it showed at the last unmount: edits made while the mount
   /// was down (or lost to a crash before they were recorded) become local operations.
+  ///
+  /// The tree is walked once without keeping what it holds: only which shown paths it still
+  /// has, as the keys `shown` holds already (a large library's tree is not copied at start).
   private func noteOfflineChanges(_ tree: any LocalTree, except wentBack: Set<DocumentPath>) {
-    let local = tree.entries(under: .root)
-    for (path, entry) in local where !path.isRoot && !wentBack.contains(path) {
-      guard let record = shown[path], let version = known[VersionID(digest(record.versionID))]
+    var present: Set<DocumentPath> = []
+    present.reserveCapacity(shown.count)
+    tree.forEachEntry(under: .root) { path, entry in
+      guard !path.isRoot else { return }
+      let index = shown.index(forKey: path)
+      if let index { present.insert(shown.keys[index]) }
+      guard !wentBack.contains(path) else { return }
+      guard let index, case let record = shown.values[index],
+        let version = known[VersionID(digest(record.versionID))]
       else {
         if !ignore.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
-        continue
+        return
       }
       if version.content.isDeletion {
         changeLog.note(.create(path))
@@ -333,7 +355,7 @@ public final class SyncEngine: @unchecked Sendable {
         changeLog.note(.write(path))
       }
     }
-    for (path, record) in shown where local[path] == nil {
+    for (path, record) in shown where !present.contains(path) {
       if let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion {
         changeLog.note(.remove(path))
       }

@@ -40,8 +40,9 @@ struct RestartTests {
     b = nil
 
     let store = try LocalStore(directory: library.folder + "/b")
-    let snapshot = try store.loadSync()
-    let shown = try #require(snapshot.shown.first { $0.path == Array("doc.txt".utf8) })
+    var rows: [ShownRecord] = []
+    try store.loadShown { rows.append($0) }
+    let shown = try #require(rows.first { $0.path == Array("doc.txt".utf8) })
     let payload = try #require(try store.storedPayload(shown.versionID))
     let current = try VersionRecord(
       decoding: payload, expectedID: VersionID(try #require(Digest256(bytes: shown.versionID))))
