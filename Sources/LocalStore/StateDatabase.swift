@@ -27,8 +27,17 @@ final class StateDatabase: @unchecked Sendable {
   /// One transaction: the queued tree changes, then `body`.
   func write<T>(_ body: (Database) throws -> T) throws -> T {
     pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    return try commit(body)
+    let result: T
+    let removals: [UInt64]
+    do {
+      (result, removals) = try commit(body)
+    } catch {
+      pthread_mutex_unlock(mutex)
+      throw error
+    }
+    pthread_mutex_unlock(mutex)
+    removeWorkingFiles(removals)
+    return result
   }
 
   /// Reads what is committed. The tree's queued changes are not committed first: the engine
@@ -40,17 +49,26 @@ final class StateDatabase: @unchecked Sendable {
   /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.
   func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
     pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    if commits.hasPending { try commit { _ in } }
+    var removals: [UInt64] = []
+    defer {
+      pthread_mutex_unlock(mutex)
+      removeWorkingFiles(removals)
+    }
+    if commits.hasPending { removals = try commit { _ in }.removals }
     return try queue.writeWithoutTransaction(body)
   }
 
-  private func commit<T>(_ body: (Database) throws -> T) throws -> T {
+  /// Commits the queued changes and `body`; returns the working files that the commit lets go,
+  /// for the caller to remove once it has let go of `mutex`: an unlink costs a millisecond or
+  /// more on a busy disk, and an `fsync` on the mount waits for `mutex` to commit its own.
+  private func commit<T>(_ body: (Database) throws -> T) throws -> (
+    result: T, removals: [UInt64]
+  ) {
     let batch = commits.take()
     let result: T
     do {
       result = try queue.write { db in
-        try LocalStore.execute(batch.changes, in: db)
+        try LocalStore.execute(Change.coalesced(batch.changes), in: db)
         return try body(db)
       }
     } catch {
@@ -58,9 +76,12 @@ final class StateDatabase: @unchecked Sendable {
       throw error
     }
     commits.committed()
-    for inode in batch.removals {
+    return (result, batch.removals)
+  }
+
+  private func removeWorkingFiles(_ inodes: [UInt64]) {
+    for inode in inodes {
       _ = unlinkat(workingFiles, LocalStore.workingFileName(inode), 0)
     }
-    return result
   }
 }
