@@ -40,6 +40,16 @@ final class StateDatabase: @unchecked Sendable {
     return result
   }
 
+  /// Commits the queued changes, and leaves the working files that the commit lets go to the
+  /// queue's thread (after its next commit): for an `fsync`, which waits for neither them nor
+  /// their unlinks.
+  func commitLeavingRemovals() throws {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    let removals = try commit { _ in }.removals
+    if !removals.isEmpty { commits.addRemovals(removals) }
+  }
+
   /// Reads what is committed. The tree's queued changes are not committed first: the engine
   /// reads records here under its lock, and the tree is read back only at load, which flushes.
   func read<T>(_ body: (Database) throws -> T) throws -> T {

@@ -135,4 +135,24 @@ import Testing
     #expect(group.wait(timeout: .now() + 30) == .success)
     withExtendedLifetime(store) {}
   }
+  @Test func anFsyncsCommitLeavesTheUnlinksToTheQueuesThread() throws {
+    let store = try LocalStore(directory: folder)
+    let fd = openat(store.workingFiles, LocalStore.workingFileName(40), O_CREAT | O_WRONLY, 0o600)
+    #expect(fd >= 0)
+    close(fd)
+    try store.apply([.putInode(file(40))])
+    try store.flush()
+    try store.apply([.deleteInode(40)])
+    store.removeWorkingFile(40)
+    try store.syncJournal { () -> Void in }
+    #expect(try committedInodes().isEmpty)
+    // The queue's thread removes it after its next commit, within its window.
+    var present = true
+    for _ in 0..<200 where present {
+      present = faccessat(store.workingFiles, LocalStore.workingFileName(40), F_OK, 0) == 0
+      if present { usleep(10_000) }
+    }
+    #expect(!present)
+    withExtendedLifetime(store) {}
+  }
 }
