@@ -44,7 +44,7 @@ extension DocumentFileSystem {
       node.openCount += 1
       node.writers += 1
       openFiles[UInt64(fd)] = (node.inode, true)
-      return (try attributes(node), OpenFile(handle: UInt64(fd), descriptor: fd))
+      return (try attributes(node, descriptor: fd), OpenFile(handle: UInt64(fd), descriptor: fd))
     }
   }
 
@@ -170,9 +170,18 @@ extension DocumentFileSystem {
   }
 
   /// fsync and fdatasync: the content, and the entry that names the file, become durable.
+  /// The tree's queued changes are committed first, then the working file and the journal are
+  /// flushed side by side (one disk flush's wait, not two), without the tree's lock.
   public func synchronize(handle: UInt64, dataOnly: Bool) throws(Errno) {
     let fd = descriptor(handle: handle)
-    guard (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 else { throw Errno(rawValue: errno) }
-    try flushTree()
+    let failure: Int32
+    do {
+      failure = try store.syncJournal { () -> Int32 in
+        (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno
+      }
+    } catch {
+      throw .ioError
+    }
+    if failure != 0 { throw Errno(rawValue: failure) }
   }
 }

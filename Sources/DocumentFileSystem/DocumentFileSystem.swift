@@ -260,6 +260,12 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if name.isEmpty || name.contains(UInt8(ascii: "/")) { throw .invalidArgument }
   }
 
+  /// Whether `name` is `.` or `..`, without building either to compare (lookup asks this of
+  /// every name).
+  static func isDotOrDotDot(_ name: [UInt8]) -> Bool {
+    (name.count == 1 || name.count == 2) && name.allSatisfy { $0 == UInt8(ascii: ".") }
+  }
+
   static func isReserved(parent: UInt64, name: [UInt8]) -> Bool {
     parent == rootInode && (name == versionsName || name == historyName)
   }
@@ -322,12 +328,18 @@ public final class DocumentFileSystem: @unchecked Sendable {
 
   // MARK: - Attributes
 
-  func attributes(_ node: Node) throws(Errno) -> stat {
+  /// `descriptor`, when given, is the working file open already (a create): fstat needs no
+  /// walk of its name.
+  func attributes(_ node: Node, descriptor: Int32? = nil) throws(Errno) -> stat {
     var result = stat()
     if node.isRegular {
-      guard fstatat(store.workingFiles, workingFileName(node.inode), &result, 0) == 0 else {
-        throw .ioError
-      }
+      let status =
+        if let descriptor {
+          fstat(descriptor, &result)
+        } else {
+          fstatat(store.workingFiles, workingFileName(node.inode), &result, 0)
+        }
+      guard status == 0 else { throw .ioError }
     } else {
       result.st_atim = timespecFrom(nanoseconds: node.accessTime)
       result.st_mtim = timespecFrom(nanoseconds: node.modificationTime)
@@ -384,7 +396,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if Self.isVirtual(parent) { return try virtualLookup(parent: parent, name: name) }
     return try lock.withLock { () throws(Errno) -> stat in
       let folder = try directory(parent)
-      if name == Array(".".utf8) || name == Array("..".utf8) {
+      if Self.isDotOrDotDot(name) {
         let target = try node(name.count == 1 || parent == Self.rootInode ? parent : folder.parent)
         target.lookups += 1
         return try attributes(target)

@@ -74,6 +74,11 @@ final class CommitQueue: @unchecked Sendable {
     queue { $0.removals.append(inode) }
   }
 
+  /// Queues removals whose inodes' records are committed already, for the next commit to do.
+  func addRemovals(_ inodes: [UInt64]) {
+    queue { $0.removals += inodes }
+  }
+
   /// Adds to the pending batch, starting the window when it was empty.
   private func queue(_ update: (inout Batch) -> Void) {
     locked {

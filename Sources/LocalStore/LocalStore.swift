@@ -17,6 +17,8 @@ public final class LocalStore: @unchecked Sendable {
   /// queued changes first.
   let database: StateDatabase
   private let journal: Int32
+  /// Flushes `journal` beside a working file's fsync; nil when the journal could not be opened.
+  private let journalSync: JournalSync?
   let commits = CommitQueue()
 
   /// Opens (creating when missing) the state in `directory`.
@@ -66,6 +68,7 @@ public final class LocalStore: @unchecked Sendable {
       throw .unusable(directory + "/state.sqlite", "\(error)")
     }
     journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
+    journalSync = journal >= 0 ? JournalSync(descriptor: journal) : nil
     commits.startCommitting { [weak self] in
       guard let self else { return false }
       _ = try? self.database.write { _ in }
@@ -76,18 +79,46 @@ public final class LocalStore: @unchecked Sendable {
   deinit {
     _ = try? database.write { _ in }
     commits.stop()
+    journalSync?.stop()
     close(workingFiles)
     if journal >= 0 { close(journal) }
   }
 
   /// The working file of an inode, relative to `workingFiles`.
+  ///
+  /// Built in place: every lookup, getattr and open of a file names its working file, and
+  /// the name (at most 23 bytes) fits a small string that needs no allocation.
   public static func workingFileName(_ inode: UInt64) -> String {
-    shardName(inode) + "/" + String(inode)
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+      buffer[0] = hexDigit(inode >> 4)
+      buffer[1] = hexDigit(inode)
+      buffer[2] = UInt8(ascii: "/")
+      var count = 3
+      var rest = inode
+      repeat {
+        buffer[count] = UInt8(ascii: "0") + UInt8(rest % 10)
+        rest /= 10
+        count += 1
+      } while rest > 0
+      var low = 3
+      var high = count - 1
+      while low < high {
+        buffer.swapAt(low, high)
+        low += 1
+        high -= 1
+      }
+      return String(decoding: UnsafeMutableBufferPointer(rebasing: buffer[..<count]), as: UTF8.self)
+    }
   }
 
   static func shardName(_ inode: UInt64) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int((inode >> 4) & 0xf)], digits[Int(inode & 0xf)]])
+    String(decoding: [hexDigit(inode >> 4), hexDigit(inode)], as: UTF8.self)
+  }
+
+  /// The lowest four bits of `value` as a lowercase hexadecimal digit.
+  private static func hexDigit(_ value: UInt64) -> UInt8 {
+    let digit = UInt8(value & 0xf)
+    return digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
   }
 
   private static var migrator: DatabaseMigrator {
@@ -308,6 +339,28 @@ public final class LocalStore: @unchecked Sendable {
         try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
       }
     }
+  }
+
+  /// Commits every queued change, then runs `work` (a working file's fsync) while the journal
+  /// is flushed on another thread, and returns once both are done: what ``syncJournal()``
+  /// promises, at the cost of one disk flush rather than two in a row.
+  public func syncJournal<T>(alongside work: () -> T) throws(LocalStoreError) -> T {
+    // The working files this commit lets go are unlinked by the queue's thread: an unlink
+    // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
+    do {
+      try database.commitLeavingRemovals()
+    } catch {
+      throw .failed("\(error)")
+    }
+    guard let journalSync else {
+      let result = work()
+      syncJournal()
+      return result
+    }
+    let ticket = journalSync.request()
+    let result = work()
+    journalSync.wait(ticket)
+    return result
   }
 
   /// Folds the journal into the database, as at a clean unmount.

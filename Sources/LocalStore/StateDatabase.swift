@@ -27,8 +27,27 @@ final class StateDatabase: @unchecked Sendable {
   /// One transaction: the queued tree changes, then `body`.
   func write<T>(_ body: (Database) throws -> T) throws -> T {
     pthread_mutex_lock(mutex)
+    let result: T
+    let removals: [UInt64]
+    do {
+      (result, removals) = try commit(body)
+    } catch {
+      pthread_mutex_unlock(mutex)
+      throw error
+    }
+    pthread_mutex_unlock(mutex)
+    removeWorkingFiles(removals)
+    return result
+  }
+
+  /// Commits the queued changes, and leaves the working files that the commit lets go to the
+  /// queue's thread (after its next commit): for an `fsync`, which waits for neither them nor
+  /// their unlinks.
+  func commitLeavingRemovals() throws {
+    pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
-    return try commit(body)
+    let removals = try commit { _ in }.removals
+    if !removals.isEmpty { commits.addRemovals(removals) }
   }
 
   /// Reads what is committed. The tree's queued changes are not committed first: the engine
@@ -40,17 +59,26 @@ final class StateDatabase: @unchecked Sendable {
   /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.
   func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
     pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    if commits.hasPending { try commit { _ in } }
+    var removals: [UInt64] = []
+    defer {
+      pthread_mutex_unlock(mutex)
+      removeWorkingFiles(removals)
+    }
+    if commits.hasPending { removals = try commit { _ in }.removals }
     return try queue.writeWithoutTransaction(body)
   }
 
-  private func commit<T>(_ body: (Database) throws -> T) throws -> T {
+  /// Commits the queued changes and `body`; returns the working files that the commit lets go,
+  /// for the caller to remove once it has let go of `mutex`: an unlink costs a millisecond or
+  /// more on a busy disk, and an `fsync` on the mount waits for `mutex` to commit its own.
+  private func commit<T>(_ body: (Database) throws -> T) throws -> (
+    result: T, removals: [UInt64]
+  ) {
     let batch = commits.take()
     let result: T
     do {
       result = try queue.write { db in
-        try LocalStore.execute(batch.changes, in: db)
+        try LocalStore.execute(Change.coalesced(batch.changes), in: db)
         return try body(db)
       }
     } catch {
@@ -58,9 +86,12 @@ final class StateDatabase: @unchecked Sendable {
       throw error
     }
     commits.committed()
-    for inode in batch.removals {
+    return (result, batch.removals)
+  }
+
+  private func removeWorkingFiles(_ inodes: [UInt64]) {
+    for inode in inodes {
       _ = unlinkat(workingFiles, LocalStore.workingFileName(inode), 0)
     }
-    return result
   }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import LocalStore
 import Testing
@@ -89,5 +90,69 @@ import Testing
     for inode in inodes {
       #expect(faccessat(store.workingFiles, LocalStore.workingFileName(inode), F_OK, 0) != 0)
     }
+  }
+  @Test func aGroupWhoseLaterChangesReplaceEarlierOnesCommitsWhatTheyLeave() throws {
+    let store = try LocalStore(directory: folder)
+    var changed = file(5)
+    changed.mode = 0o100600
+    let name: [UInt8] = Array("a".utf8)
+    let attribute = ExtendedAttributeRecord(inode: 5, name: Array("user.x".utf8), value: [1])
+    // The steps of a burst: the folder's row and the next inode number again and again, a name
+    // that comes and goes, an inode made and dropped, an attribute set and removed.
+    try store.apply([.putInode(file(5)), .putEntry(EntryRecord(parent: 1, name: name, inode: 5))])
+    try store.apply([.setNextInode(6), .putInode(changed), .putExtendedAttribute(attribute)])
+    try store.apply([.deleteEntry(parent: 1, name: name), .putInode(file(6)), .setNextInode(7)])
+    try store.apply([.putEntry(EntryRecord(parent: 1, name: name, inode: 6)), .deleteInode(6)])
+    try store.apply([.deleteExtendedAttribute(inode: 5, name: attribute.name)])
+    try store.apply([.putInode(file(6)), .putExtendedAttribute(attribute), .setNextInode(9)])
+    try store.flush()
+    let loaded = try LocalStore(directory: folder).load()
+    #expect(loaded.inodes.sorted { $0.inode < $1.inode } == [changed, file(6)])
+    #expect(loaded.entries == [EntryRecord(parent: 1, name: name, inode: 6)])
+    #expect(loaded.extendedAttributes == [attribute])
+    #expect(loaded.nextInode == 9)
+    withExtendedLifetime(store) {}
+  }
+
+  @Test func syncingTheJournalBesideAFileCommitsWhatWasQueuedAndRunsTheWork() throws {
+    let store = try LocalStore(directory: folder)
+    try store.apply([.putInode(file(11))])
+    var ran = 0
+    let result = try store.syncJournal { () -> Int in
+      ran += 1
+      return 42
+    }
+    #expect(result == 42 && ran == 1)
+    // Committed before the work ran: another connection sees it without a flush.
+    #expect(try committedInodes() == [11])
+    // Side by side, many at once: each returns once its journal flush is done.
+    let group = DispatchGroup()
+    for _ in 0..<8 {
+      DispatchQueue.global().async(group: group) {
+        _ = try? store.syncJournal { 0 }
+      }
+    }
+    #expect(group.wait(timeout: .now() + 30) == .success)
+    withExtendedLifetime(store) {}
+  }
+  @Test func anFsyncsCommitLeavesTheUnlinksToTheQueuesThread() throws {
+    let store = try LocalStore(directory: folder)
+    let fd = openat(store.workingFiles, LocalStore.workingFileName(40), O_CREAT | O_WRONLY, 0o600)
+    #expect(fd >= 0)
+    close(fd)
+    try store.apply([.putInode(file(40))])
+    try store.flush()
+    try store.apply([.deleteInode(40)])
+    store.removeWorkingFile(40)
+    try store.syncJournal { () -> Void in }
+    #expect(try committedInodes().isEmpty)
+    // The queue's thread removes it after its next commit, within its window.
+    var present = true
+    for _ in 0..<200 where present {
+      present = faccessat(store.workingFiles, LocalStore.workingFileName(40), F_OK, 0) == 0
+      if present { usleep(10_000) }
+    }
+    #expect(!present)
+    withExtendedLifetime(store) {}
   }
 }
