@@ -145,21 +145,24 @@ let package = Package(
     ),
     .testTarget(
       name: "SyncEngineTests",
-      dependencies: ["SyncEngine", "DocumentFileSystem", "Hub", "LocalStore", "DocumentModel"],
+      dependencies: [
+        "SyncEngine", "DocumentFileSystem", "Hub", "LocalStore", "DocumentModel", "MountHarness",
+      ],
       swiftSettings: strict
     ),
     .testTarget(
       name: "SessionBusTests", dependencies: ["SessionBus", "MountHarness"], swiftSettings: strict),
-    .testTarget(name: "LocalStoreTests", dependencies: ["LocalStore"], swiftSettings: strict),
+    .testTarget(
+      name: "LocalStoreTests", dependencies: ["LocalStore", "MountHarness"], swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",
-      dependencies: ["DocumentFileSystem", "FileSystemConformance"],
+      dependencies: ["DocumentFileSystem", "FileSystemConformance", "MountHarness"],
       swiftSettings: strict
     ),
     .testTarget(name: "FuseLowLevelTests", dependencies: ["FuseLowLevel"], swiftSettings: strict),
     .testTarget(
       name: "FileSystemConformanceTests",
-      dependencies: ["FileSystemConformance"],
+      dependencies: ["FileSystemConformance", "MountHarness"],
       swiftSettings: strict
     ),
     .target(

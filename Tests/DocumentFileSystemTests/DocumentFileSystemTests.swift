@@ -4,10 +4,9 @@ import LocalStore
 import SystemPackage
 import Testing
 
-func temporaryFolder() -> String {
-  var template = Array("/var/tmp/docsync-dfs-XXXXXX".utf8CString)
-  return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-}
+import enum MountHarness.ScratchFolder
+
+func temporaryFolder() -> String { ScratchFolder.make("docsync-dfs") }
 
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 

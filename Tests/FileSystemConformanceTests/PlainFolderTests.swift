@@ -2,6 +2,8 @@ import FileSystemConformance
 import Foundation
 import Testing
 
+import enum MountHarness.ScratchFolder
+
 /// The suite against a plain local folder: proves that the checks themselves agree with the
 /// kernel's own file systems (ext4 or overlay under /var/tmp).
 @Suite("conformance checks on a plain local folder")
@@ -70,12 +72,7 @@ enum PlainFolder {
   static let root = make()
 
   /// A new empty folder under /var/tmp.
-  static func make() -> String {
-    var template = Array("/var/tmp/docsync-conformance-XXXXXX".utf8CString)
-    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-    precondition(made != nil, "mkdtemp failed: \(errno)")
-    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-  }
+  static func make() -> String { ScratchFolder.make("docsync-conformance") }
 }
 
 /// A subject whose reads flip one bit of any read longer than 1,000 bytes, to prove that fsx

@@ -3,12 +3,10 @@ import Glibc
 import LocalStore
 import Testing
 
+import enum MountHarness.ScratchFolder
+
 /// A fresh state folder per test, as GRDB's own tests make a fresh database per test.
-func makeStateFolder() -> String {
-  var template = Array("/var/tmp/docsync-store-XXXXXX".utf8CString)
-  let path = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
-  return path
-}
+func makeStateFolder() -> String { ScratchFolder.make("docsync-store") }
 
 @Suite struct LocalStoreTests {
   let folder = makeStateFolder()

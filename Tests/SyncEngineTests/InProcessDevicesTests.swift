@@ -9,6 +9,8 @@ import Synchronization
 import SystemPackage
 import Testing
 
+import enum MountHarness.ScratchFolder
+
 /// One device in process: a document file system with its sync engine, no kernel.
 final class Device: @unchecked Sendable {
   let fileSystem: DocumentFileSystem
@@ -116,8 +118,7 @@ struct Library {
   let folder: String
 
   init() {
-    var template = Array("/var/tmp/docsync-engine-XXXXXX".utf8CString)
-    folder = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
+    folder = ScratchFolder.make("docsync-engine")
   }
 
   func device(_ name: String) throws -> Device {
