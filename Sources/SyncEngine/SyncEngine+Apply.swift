@@ -333,7 +333,10 @@ extension SyncEngine {
     guard !durable || fsync(fd) == 0,
       renameat(AT_FDCWD, blob, store.workingFiles, incoming) == 0
     else { return nil }
+    // The blob file is gone from the blob folder: nothing of this run vouches for it any more,
+    // and a daemon that runs for months must not keep an entry per file it ever pulled.
     withLock { verifiedBlobs[item.hash] = nil }
+    blobs.checked.forget(item.hash)
     return Incoming(name: incoming, fromBlob: item.hash)
   }
 
