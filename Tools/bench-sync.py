@@ -9,7 +9,7 @@
 - throughput: a large file (1 GiB, --quick 256 MiB) copied into A until A has pushed it
   (`cp` + `docsync sync A`), then until B has pulled and read it back (`docsync sync B` + read),
   against `cp` of the same file to a local folder; and the peak RSS (VmHWM) of both daemons;
-- initial sync (SQLite hub only): a new device mounts a hub that holds 10k small files (4 KiB,
+- initial sync: a new device mounts a hub that holds 10k small files (4 KiB,
   in 100 folders), then one that holds a 1 GiB file (--quick: 2k files, 256 MiB), until
   `docsync sync` returns, against `rsync -a` of the same data between two local folders plus
   `sync`, with the CPU the new device's daemon used; and the first device's push of the same
@@ -24,7 +24,8 @@ puts everything in a folder of one's own, so an ordinary user can run it (Tools/
 the user people mount as).
 
 With --postgres ADMIN-URL (a superuser URL), the hub is a new database on that server with an
-account and a device role made by `docsync hub add-device`; --postgres-ca CA makes the devices
+account and a device role made by `docsync hub add-device` (each initial-sync round gets a
+database of its own); --postgres-ca CA makes the devices
 connect with sslmode=verify-full, else sslmode=disable.
 Prints a table and writes JSON beside the file-system figures.
 """
@@ -138,11 +139,12 @@ def write_large_file(path, size_mib):
             f.write(block[:-8] + index.to_bytes(8, "little"))
 
 
-def initial_sync(docsync, name, fill, keep):
+def initial_sync(docsync, name, fill, keep, make_hub):
     """Seconds for `rsync -a` of a local folder that fill() wrote, for a new device to mount a
     hub that a first device filled the same way until its `docsync sync` returns, the CPU
     seconds the new device's daemon used, and the first device's push (`cp -a` into its mount
-    until its `docsync sync` returns). The folder stays when keep is true."""
+    until its `docsync sync` returns). make_hub(folder) gives the round's new hub. The folder
+    stays when keep is true."""
     base = f"{ROOT}/initial-{name}"
     source, copy = f"{base}/source", f"{base}/rsync-copy"
     fill(source)
@@ -152,7 +154,7 @@ def initial_sync(docsync, name, fill, keep):
     run("sync")
     rsync_seconds = time.monotonic() - start
     shutil.rmtree(copy)
-    hub = f"{base}/hub.sqlite"
+    hub = make_hub(base)
     first, second = f"{base}/first", f"{base}/second"
     mounted = []
     try:
@@ -314,8 +316,13 @@ def rates_text(rates):
 
 def initial_syncs(args, kind, what, fill, figures):
     """The initial-sync rounds of one kind, their medians into figures."""
+    def make_hub(folder):
+        if args.postgres:
+            return postgres_hub(args.docsync, args.postgres, args.postgres_ca)
+        return f"{folder}/hub.sqlite"
+
     # Small-file rounds keep their folders until all are done (see the module's comment).
-    rounds = [initial_sync(args.docsync, f"{kind}-{round_}", fill, kind == "small")
+    rounds = [initial_sync(args.docsync, f"{kind}-{round_}", fill, kind == "small", make_hub)
               for round_ in range(args.rounds)]
     for round_ in range(args.rounds):
         shutil.rmtree(f"{ROOT}/initial-{kind}-{round_}", ignore_errors=True)
@@ -375,14 +382,12 @@ def main():
     print(f"\nsync through the {hub_name} (two mounts on one machine), as {figures['user']}")
     if args.only != "small":
         two_mounts(args, large_mib, figures)
-    if not args.postgres:
-        if args.only != "large":
-            initial_syncs(args, "small", f"{small_count} files of 4 KiB",
-                          lambda folder: write_small_files(folder, small_count), figures)
-        if args.only != "small":
-            initial_syncs(args, "large", f"{large_mib} MiB",
-                          lambda folder: write_large_file(f"{folder}/large.bin", large_mib),
-                          figures)
+    if args.only != "large":
+        initial_syncs(args, "small", f"{small_count} files of 4 KiB",
+                      lambda folder: write_small_files(folder, small_count), figures)
+    if args.only != "small":
+        initial_syncs(args, "large", f"{large_mib} MiB",
+                      lambda folder: write_large_file(f"{folder}/large.bin", large_mib), figures)
     os.makedirs(args.results, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     kind = "sync-postgres" if args.postgres else "sync"
