@@ -9,7 +9,7 @@ import Glibc
 /// the daemon's CPU. A file is written under a temporary name, fsynced, renamed to its hash
 /// name and the folder fsynced, before the hub's row names it; so a name in the folder is
 /// always a complete blob, and a crash leaves at most a temporary file or a file no row names,
-/// which ``sweep(olderThan:isRecorded:)`` removes later.
+/// which ``SQLiteHub/sweepBlobFiles(olderThan:)`` removes later.
 struct BlobFolder: Sendable {
   /// The folder's path, for messages.
   let path: String
@@ -147,24 +147,29 @@ struct BlobFolder: Sendable {
     return bytes
   }
 
-  /// Removes temporary files not written to for `age` seconds (their writer crashed or was
-  /// killed), and blob files as old that no row names (the hub crashed between the rename and
-  /// the row, or between dropping the row and removing the file). `isRecorded` is asked with
-  /// the hub's write lock held, so a put cannot record a file this removes.
-  func sweep(olderThan age: TimeInterval, isRecorded: ([UInt8]) -> Bool) {
-    guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+  /// What a crash may have left: temporary files not written to for `age` seconds (their
+  /// writer crashed or was killed), and blob files as old, which the caller removes only when
+  /// no row names them (the hub crashed between the rename and the row, or between dropping
+  /// the row and removing the file). Found outside any lock: listing a large folder is slow.
+  func leftovers(olderThan age: TimeInterval) -> (temporaries: [String], blobs: [[UInt8]]) {
+    guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+      return ([], [])
+    }
     let cutoff = Date().timeIntervalSince1970 - age
+    var temporaries: [String] = []
+    var blobs: [[UInt8]] = []
     for name in names {
       var info = stat()
       guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
         Double(info.st_mtim.tv_sec) < cutoff
       else { continue }
       if name.hasPrefix(Self.temporaryPrefix) {
-        discard(name)
-      } else if let hash = Self.hash(named: name), !isRecorded(hash) {
-        discard(name)
+        temporaries.append(name)
+      } else if let hash = Self.hash(named: name) {
+        blobs.append(hash)
       }
     }
+    return (temporaries, blobs)
   }
 
   /// The hash a blob file's name spells, nil for any other name.

@@ -247,14 +247,24 @@ extension SQLiteHub {
   }
 
   /// Removes what puts and drops that a crash cut short left in the blob folder, untouched for
-  /// `age` seconds (see ``BlobFolder/sweep(olderThan:isRecorded:)``). Best effort: a hub that
-  /// cannot be written now sweeps another time.
-  func sweepBlobFiles(olderThan age: TimeInterval) {
-    let folder = blobFolder
+  /// `age` seconds (see ``BlobFolder/leftovers(olderThan:)``). Best effort: a hub that cannot
+  /// be written now sweeps another time.
+  func sweepBlobFiles(olderThan age: TimeInterval) async {
+    let (temporaries, blobs) = blobFolder.leftovers(olderThan: age)
+    for name in temporaries { blobFolder.discard(name) }
+    guard !blobs.isEmpty else { return }
+    try? await removeBlobFiles(Set(blobs.map { Data($0) }))
+  }
+
+  /// As ``sweepBlobFiles(olderThan:)``, for the hub's initializer, which cannot wait.
+  static func sweepBlobFiles(
+    _ folder: BlobFolder, _ pool: DatabasePool, olderThan age: TimeInterval
+  ) {
+    let (temporaries, blobs) = folder.leftovers(olderThan: age)
+    for name in temporaries { folder.discard(name) }
+    guard !blobs.isEmpty else { return }
     try? pool.write { db in
-      folder.sweep(olderThan: age) { hash in
-        (try? Self.storedBlobLocked(hash, db)?.file) == true
-      }
+      for hash in blobs where try storedBlobLocked(hash, db)?.file != true { folder.remove(hash) }
     }
   }
 

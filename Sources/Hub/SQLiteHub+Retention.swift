@@ -41,7 +41,7 @@ extension SQLiteHub {
     }
     try await removeBlobFiles(dropped)
     try await reclaimSpace()
-    sweepBlobFiles(olderThan: 86_400)
+    await sweepBlobFiles(olderThan: 86_400)
   }
 
   /// Deletes the records, what they name, and the blobs no record names any more, and lists
@@ -67,7 +67,7 @@ extension SQLiteHub {
     }
     try await removeBlobFiles(dropped)
     try await reclaimSpace()
-    sweepBlobFiles(olderThan: 86_400)
+    await sweepBlobFiles(olderThan: 86_400)
   }
 
   public func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {

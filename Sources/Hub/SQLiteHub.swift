@@ -117,7 +117,7 @@ public final class SQLiteHub: Hub {
       directory: (file as NSString).deletingLastPathComponent,
       names: [name, name + "-wal", name + "-journal"], signal: changes)
     // Files of puts that a crash cut short; a day is far longer than any put still running.
-    sweepBlobFiles(olderThan: 86_400)
+    Self.sweepBlobFiles(blobFolder, pool, olderThan: 86_400)
   }
 
   deinit {

@@ -137,7 +137,7 @@ struct SQLiteHubBlobFileTests {
     // Opening the hub sweeps.
     _ = try SQLiteHub(path: hubPath)
     #expect(try blobFolderNames(hubPath) == [hexString(kept), young, "notes.txt"].sorted())
-    hub.sweepBlobFiles(olderThan: 0)
+    await hub.sweepBlobFiles(olderThan: 0)
     #expect(try blobFolderNames(hubPath) == [hexString(kept), "notes.txt"].sorted())
     #expect(try await fetchBlob(hub, kept).count == Self.large)
   }
