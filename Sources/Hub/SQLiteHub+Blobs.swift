@@ -11,6 +11,60 @@ extension SQLiteHub {
     async throws(HubError)
   {
     if try await hasBlob(hash: hash) { return }
+    var info = stat()
+    if fstat(fileDescriptor, &info) == 0 && Int64(info.st_size) > Self.fileThreshold {
+      try await putBlobFile(hash: hash, from: fileDescriptor, checked: checked)
+    } else {
+      try await putChunks(hash: hash, from: fileDescriptor, checked: checked)
+    }
+  }
+
+  /// Writes the blob as a file in the blob folder, then records it in one short transaction.
+  ///
+  /// The transaction checks, holding the hub's write lock, that the file is still there: a
+  /// prune or a sweep in another process removes a file only under that lock and only when no
+  /// row names it, so it may remove this one between the rename and the row. The put then
+  /// writes it again, once.
+  func putBlobFile(hash: [UInt8], from fileDescriptor: Int32, checked: Bool)
+    async throws(HubError)
+  {
+    let folder = blobFolder
+    for _ in 0..<2 {
+      let temporary = try folder.write(hash, from: fileDescriptor, checked: checked)
+      if try await hasBlob(hash: hash) {
+        // Another process finished the same blob meanwhile; its file stays as it is.
+        folder.discard(temporary.name)
+        return
+      }
+      try folder.install(temporary, as: hash)
+      let started = Date().timeIntervalSince1970
+      let recorded = try await write { db -> Bool in
+        guard folder.size(of: hash) == temporary.size else { return false }
+        try db.execute(
+          sql: "INSERT INTO uploads (hash, started) VALUES (?, ?)",
+          arguments: [Data(hash), started])
+        let upload = db.lastInsertedRowID
+        try db.execute(
+          sql: "INSERT OR IGNORE INTO blobs (hash, size, upload, file) VALUES (?, ?, ?, 1)",
+          arguments: [Data(hash), temporary.size, upload])
+        if db.changesCount == 0 {
+          // Another process completed the same blob first; its copy is as good as ours.
+          try Self.discard(upload: upload, db)
+          if try Self.storedBlobLocked(hash, db)?.file == false { folder.remove(hash) }
+        }
+        // Its bytes were checked against the key above: whatever wanted it has it.
+        try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [Data(hash)])
+        return true
+      }
+      if recorded { return }
+    }
+    throw .unreachable("blob \(hexString(hash)) was removed while it was put; try again")
+  }
+
+  /// Writes the blob in chunks into the hub file, each chunk in its own transaction.
+  func putChunks(hash: [UInt8], from fileDescriptor: Int32, checked: Bool)
+    async throws(HubError)
+  {
     let started = Date().timeIntervalSince1970
     let upload = try await write { db in
       try db.execute(
@@ -101,20 +155,21 @@ extension SQLiteHub {
   }
 
   public func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError) {
-    let stored = try await read { db -> (size: Int64, upload: Int64)? in
-      guard
-        let row = try Row.fetchOne(
-          db, sql: "SELECT size, upload FROM blobs WHERE hash = ?", arguments: [Data(hash)])
-      else { return nil }
-      return (row["size"], row["upload"])
-    }
+    let stored = try await read { db in try Self.storedBlobLocked(hash, db) }
     guard let stored else { throw .missingBlob(hash) }
-    var hasher = SHA256()
     var offset: Int64 = 0
-    try await forEachChunk(of: stored.upload) { (chunk) throws(HubError) in
-      hasher.update(data: chunk)
-      try BlobFile.write(fileDescriptor, chunk, at: offset)
-      offset += Int64(chunk.count)
+    let digest: [UInt8]
+    if stored.file {
+      // A stored blob's file is never written again, so it is read outside any transaction.
+      (offset, digest) = try blobFolder.read(hash, to: fileDescriptor)
+    } else {
+      var hasher = SHA256()
+      try await forEachChunk(of: stored.upload) { (chunk) throws(HubError) in
+        hasher.update(data: chunk)
+        try BlobFile.write(fileDescriptor, chunk, at: offset)
+        offset += Int64(chunk.count)
+      }
+      digest = Array(hasher.finalize())
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
       throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
@@ -123,7 +178,6 @@ extension SQLiteHub {
       throw .integrity(
         "blob \(hexString(hash)) arrived with \(offset) bytes instead of \(stored.size)")
     }
-    let digest = Array(hasher.finalize())
     guard digest == hash else {
       throw .integrity("blob \(hexString(hash)) arrived with SHA-256 \(hexString(digest))")
     }
@@ -135,9 +189,10 @@ extension SQLiteHub {
     guard !hashes.isEmpty else { return [:] }
     // One read transaction for the whole request: each blob costs two indexed lookups, where
     // a fetch each took three transactions and as many hops to a reader thread.
-    let stored = try await read { db -> [(hash: [UInt8], size: Int64, data: [UInt8])] in
-      var found: [(hash: [UInt8], size: Int64, data: [UInt8])] = []
-      let blob = try db.cachedStatement(sql: "SELECT size, upload FROM blobs WHERE hash = ?")
+    let stored = try await read { db -> [(hash: [UInt8], size: Int64, data: [UInt8]?)] in
+      var found: [(hash: [UInt8], size: Int64, data: [UInt8]?)] = []
+      let blob = try db.cachedStatement(
+        sql: "SELECT size, upload, file FROM blobs WHERE hash = ?")
       let chunks = try db.cachedStatement(
         sql: #"SELECT data FROM chunks WHERE upload = ? ORDER BY "index""#)
       for hash in hashes {
@@ -145,6 +200,11 @@ extension SQLiteHub {
         let size: Int64 = row["size"]
         let upload: Int64 = row["upload"]
         guard size <= Int64(sizeLimit) else { continue }
+        if row["file"] as Bool {
+          // Read from its file after the transaction.
+          found.append((hash, size, nil))
+          continue
+        }
         var data: [UInt8] = []
         data.reserveCapacity(Int(size))
         for chunk in try Data.fetchAll(chunks, arguments: [upload]) { data += chunk }
@@ -153,11 +213,59 @@ extension SQLiteHub {
       return found
     }
     var result: [[UInt8]: [UInt8]] = [:]
-    for (hash, size, data) in stored
-    where Int64(data.count) == size && Array(SHA256.hash(data: data)) == hash {
-      result[hash] = data
+    for (hash, size, data) in stored {
+      guard let data = data ?? blobFolder.contents(hash, limit: size) else { continue }
+      if Int64(data.count) == size && Array(SHA256.hash(data: data)) == hash { result[hash] = data }
     }
     return result
+  }
+
+  /// The blob's size, upload and whether its bytes are a file, as stored; nil when the hub
+  /// does not have it.
+  static func storedBlobLocked(_ hash: [UInt8], _ db: Database) throws -> (
+    size: Int64, upload: Int64, file: Bool
+  )? {
+    guard
+      let row = try Row.fetchOne(
+        db, sql: "SELECT size, upload, file FROM blobs WHERE hash = ?", arguments: [Data(hash)])
+    else { return nil }
+    return (row["size"], row["upload"], row["file"])
+  }
+
+  /// Removes the files of blobs that the hub dropped, after the transaction that dropped their
+  /// rows committed; in a transaction of its own, so that a put recording the same blob again
+  /// meanwhile keeps its file (it checks for the file under the same lock). A crash before
+  /// this leaves files that ``sweepBlobFiles(olderThan:)`` removes.
+  func removeBlobFiles(_ hashes: Set<Data>) async throws(HubError) {
+    guard !hashes.isEmpty else { return }
+    let folder = blobFolder
+    try await write { db in
+      for hash in hashes where try Self.storedBlobLocked(Array(hash), db)?.file != true {
+        folder.remove(Array(hash))
+      }
+    }
+  }
+
+  /// Removes what puts and drops that a crash cut short left in the blob folder, untouched for
+  /// `age` seconds (see ``BlobFolder/leftovers(olderThan:)``). Best effort: a hub that cannot
+  /// be written now sweeps another time.
+  func sweepBlobFiles(olderThan age: TimeInterval) async {
+    let (temporaries, blobs) = blobFolder.leftovers(olderThan: age)
+    for name in temporaries { blobFolder.discard(name) }
+    guard !blobs.isEmpty else { return }
+    try? await removeBlobFiles(Set(blobs.map { Data($0) }))
+  }
+
+  /// As ``sweepBlobFiles(olderThan:)``, for the hub's initializer, which cannot wait.
+  static func sweepBlobFiles(
+    _ folder: BlobFolder, _ pool: DatabasePool, olderThan age: TimeInterval
+  ) {
+    let (temporaries, blobs) = folder.leftovers(olderThan: age)
+    for name in temporaries { folder.discard(name) }
+    guard !blobs.isEmpty else { return }
+    try? pool.write { db in
+      for hash in blobs where try storedBlobLocked(hash, db)?.file != true { folder.remove(hash) }
+    }
   }
 
   static func discard(upload: Int64, _ db: Database) throws {

@@ -27,9 +27,9 @@ extension SQLiteHub {
 
   public func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
     guard hash.count == 32 else { return .unknown }
-    let stored = try await storedBlob(hash)
+    let stored = try await read { db in try Self.storedBlobLocked(hash, db) }
     if let stored, try await isIntact(hash, stored) { return .intact }
-    return try await write { db -> BlobCondition in
+    let condition = try await write { db -> BlobCondition in
       let now = try Self.storedBlobLocked(hash, db)
       if let stored {
         // Another process may have replaced the copy since it was read: judge only that one.
@@ -54,6 +54,8 @@ extension SQLiteHub {
         arguments: [Data(hash), Date().timeIntervalSince1970])
       return .wanted
     }
+    if stored?.file == true { try await removeBlobFiles([Data(hash)]) }
+    return condition
   }
 
   public func wantedBlobs() async throws(HubError) -> [[UInt8]] {
@@ -62,25 +64,15 @@ extension SQLiteHub {
     }
   }
 
-  private func storedBlob(_ hash: [UInt8]) async throws(HubError) -> (size: Int64, upload: Int64)? {
-    try await read { db in try Self.storedBlobLocked(hash, db) }
-  }
-
-  private static func storedBlobLocked(_ hash: [UInt8], _ db: Database) throws -> (
-    size: Int64, upload: Int64
-  )? {
-    guard
-      let row = try Row.fetchOne(
-        db, sql: "SELECT size, upload FROM blobs WHERE hash = ?", arguments: [Data(hash)])
-    else { return nil }
-    return (row["size"], row["upload"])
-  }
-
-  /// Whether the stored chunks of `stored` are the blob `hash`: read one chunk at a time, in
-  /// separate transactions, as a fetch reads them.
-  private func isIntact(_ hash: [UInt8], _ stored: (size: Int64, upload: Int64))
+  /// Whether the stored file or chunks of `stored` are the blob `hash`: read as a fetch reads
+  /// them, chunks one at a time in separate transactions.
+  private func isIntact(_ hash: [UInt8], _ stored: (size: Int64, upload: Int64, file: Bool))
     async throws(HubError) -> Bool
   {
+    if stored.file {
+      guard let (size, digest) = try? blobFolder.read(hash, to: nil) else { return false }
+      return size == stored.size && digest == hash
+    }
     var hasher = SHA256()
     var size: Int64 = 0
     try await forEachChunk(of: stored.upload) { chunk in

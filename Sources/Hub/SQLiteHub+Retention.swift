@@ -22,7 +22,7 @@ extension SQLiteHub {
   /// wanted back leaves that list too (see `dropUnnamed`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await write { db in
+    let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {
         guard
@@ -37,16 +37,18 @@ extension SQLiteHub {
         try db.execute(
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 0)", arguments: [Data(id)])
       }
-      try Self.dropUnnamed(hashes, db)
+      return try Self.dropUnnamed(hashes, db)
     }
+    try await removeBlobFiles(dropped)
     try await reclaimSpace()
+    await sweepBlobFiles(olderThan: 86_400)
   }
 
   /// Deletes the records, what they name, and the blobs no record names any more, and lists
   /// the records forgotten, in one transaction (a wanted blob leaves that list, as in `prune`).
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await write { db in
+    let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {
         guard
@@ -61,9 +63,11 @@ extension SQLiteHub {
         try db.execute(
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 1)", arguments: [Data(id)])
       }
-      try Self.dropUnnamed(hashes, db)
+      return try Self.dropUnnamed(hashes, db)
     }
+    try await removeBlobFiles(dropped)
     try await reclaimSpace()
+    await sweepBlobFiles(olderThan: 86_400)
   }
 
   public func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {
@@ -87,14 +91,17 @@ extension SQLiteHub {
 
   /// Deletes those of `hashes` that no record names any more (blob rows, uploads, chunks, and
   /// their place in `wanted`: a device still holding one would put it back as a blob nothing
-  /// names, which no later prune looks at).
-  static func dropUnnamed(_ hashes: Set<Data>, _ db: Database) throws {
+  /// names, which no later prune looks at). Returns those whose bytes are files, for
+  /// `removeBlobFiles` once this transaction has committed.
+  static func dropUnnamed(_ hashes: Set<Data>, _ db: Database) throws -> Set<Data> {
+    var files: Set<Data> = []
     for hash in hashes {
       let named =
         try Bool.fetchOne(
           db, sql: "SELECT EXISTS (SELECT 1 FROM record_blobs WHERE hash = ?)",
           arguments: [hash]) ?? true
       if named { continue }
+      if try storedBlobLocked(Array(hash), db)?.file == true { files.insert(hash) }
       for upload in try Int64.fetchAll(
         db, sql: "SELECT id FROM uploads WHERE hash = ?", arguments: [hash])
       {
@@ -104,6 +111,7 @@ extension SQLiteHub {
       try db.execute(sql: "DELETE FROM uploads WHERE hash = ?", arguments: [hash])
       try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [hash])
     }
+    return files
   }
 
   /// Shrinks the hub's file by an incremental vacuum, then truncates the write-ahead log.

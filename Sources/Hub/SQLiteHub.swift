@@ -5,7 +5,8 @@ import GRDB
 ///
 /// Several processes may open the same file: the database is in WAL mode, so readers never wait
 /// for the writer, and writers wait for each other up to ``busyTimeout`` instead of failing.
-/// Blobs are stored in chunks in the same file, so large files stream both ways in bounded memory.
+/// Small blobs are stored in the same file; large ones (above ``fileThreshold``) as files in the
+/// folder beside it (``BlobFolder``). Both stream both ways in bounded memory.
 public final class SQLiteHub: Hub {
   /// The database file.
   public let path: String
@@ -15,6 +16,18 @@ public final class SQLiteHub: Hub {
   /// Bumped when the database's files change on disk, from this process or another.
   let changes = ChangeSignal()
   let watcher: FileChangeWatcher?
+
+  /// Where blobs above ``fileThreshold`` live: `<hub file>.blobs/`, beside the file the hub's
+  /// path leads to.
+  let blobFolder: BlobFolder
+
+  /// The largest blob kept in the hub file (as one chunk); a larger one becomes a file.
+  ///
+  /// In the hub file, each byte is written twice (the write-ahead log, then its checkpoint);
+  /// in a file, once, with two fsyncs (file and folder). Blobs up to this size are the small
+  /// content that an initial sync puts and reads in batches (`putSmallBlobs`, `smallBlobs`),
+  /// one transaction for many, which one file each would slow down.
+  static let fileThreshold: Int64 = 64 << 10
 
   /// Bytes per stored chunk, and the most a blob transfer holds in memory at once.
   static let chunkSize = 1 << 20
@@ -99,9 +112,16 @@ public final class SQLiteHub: Hub {
         return String(cString: pointer)
       } ?? absolute
     let name = (file as NSString).lastPathComponent
+    blobFolder = try BlobFolder(path: file + ".blobs")
     watcher = FileChangeWatcher(
       directory: (file as NSString).deletingLastPathComponent,
       names: [name, name + "-wal", name + "-journal"], signal: changes)
+    // Files of puts that a crash cut short; a day is far longer than any put still running.
+    Self.sweepBlobFiles(blobFolder, pool, olderThan: 86_400)
+  }
+
+  deinit {
+    blobFolder.close()
   }
 
   /// Makes the hub file, empty, readable and writable by its owner only, and the folders
@@ -226,6 +246,11 @@ public final class SQLiteHub: Hub {
             forgotten INTEGER NOT NULL
           )
           """)
+    }
+    migrator.registerMigration("v4 blob files") { db in
+      // 1: the blob's bytes are the file named by its hash in the blob folder, and its upload
+      // has no chunks. Blobs stored before keep their chunks (0).
+      try db.execute(sql: "ALTER TABLE blobs ADD COLUMN file INTEGER NOT NULL DEFAULT 0")
     }
     return migrator
   }

@@ -24,6 +24,8 @@ func sqliteFixture(hubPath: String) throws -> HubFixture {
     hub: try SQLiteHub(path: hubPath),
     openAnother: { try SQLiteHub(path: hubPath) },
     corruptBlob: { hash in
+      // A large blob's file: flip its first byte, as a damaged disk would.
+      if try flipFirstByte(of: hubPath + ".blobs/" + hexString(hash)) { return }
       // Raw SQL from outside the hub, as a damaged disk or a meddling tool would: flip the
       // first byte of the blob's first chunk.
       let queue = try DatabaseQueue(path: hubPath)
@@ -46,6 +48,17 @@ func sqliteFixture(hubPath: String) throws -> HubFixture {
         try db.execute(sql: "DELETE FROM blobs WHERE hash = ?", arguments: [Data(hash)])
       }
     })
+}
+
+/// Flips the first byte of the file at `path`; false when there is no such file.
+func flipFirstByte(of path: String) throws -> Bool {
+  guard let handle = FileHandle(forUpdatingAtPath: path) else { return false }
+  defer { try? handle.close() }
+  var byte = try #require(try handle.read(upToCount: 1))
+  byte[byte.startIndex] ^= 0xff
+  try handle.seek(toOffset: 0)
+  try handle.write(contentsOf: byte)
+  return true
 }
 
 @Suite("SQLiteHub conformance")
