@@ -13,8 +13,6 @@ import PostgresNIO
 extension PostgresHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
     if records.isEmpty { return }
-    // A batch may name a record twice: once it counts, and twice with other bytes is refused
-    // as a known id with other bytes is.
     let (batch, payloads) = try Self.unique(records)
     // Three statements for the whole batch, where one record took three: a push of 10,000
     // small files was 30,000 round trips here.
