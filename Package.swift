@@ -67,6 +67,7 @@ let package = Package(
         .embedInCode("Migrations/v0004_retention.sql"),
         .embedInCode("Migrations/v0005_erasures_and_forget.sql"),
         .embedInCode("Migrations/v0006_released_blobs_not_wanted.sql"),
+        .embedInCode("Migrations/v0007_row_checks_use_indexes.sql"),
       ],
       swiftSettings: strict
     ),

@@ -15,6 +15,7 @@ enum Migrations {
     (4, "v0004_retention", PackageResources.v0004_retention_sql),
     (5, "v0005_erasures_and_forget", PackageResources.v0005_erasures_and_forget_sql),
     (6, "v0006_released_blobs_not_wanted", PackageResources.v0006_released_blobs_not_wanted_sql),
+    (7, "v0007_row_checks_use_indexes", PackageResources.v0007_row_checks_use_indexes_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.

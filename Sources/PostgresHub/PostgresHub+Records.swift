@@ -13,51 +13,78 @@ import PostgresNIO
 extension PostgresHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
     if records.isEmpty { return }
+    let (batch, payloads) = try Self.unique(records)
+    // Three statements for the whole batch, where one record took three: a push of 10,000
+    // small files was 30,000 round trips here.
     try await withTransaction { connection in
       let logger = Connections.logger
       // Take the head lock first, so that checking for known ids and inserting are one step
       // with respect to other writers of the account.
       let head = try await connection.query("SELECT docsync.lock_head()", logger: logger)
       for try await _ in head {}
-      for record in records {
-        let known = try await connection.query(
-          """
-          SELECT payload FROM docsync.records
-          WHERE account = docsync.current_account() AND id = \(ByteBuffer(bytes: record.id))
-          """, logger: logger)
-        var payload: ByteBuffer?
-        for try await stored in known.decode(ByteBuffer.self) { payload = stored }
-        if let payload {
-          // Ids are derived from content, so the same id with other bytes is a forgery or a bug
-          // on some device: refuse it rather than silently keep one of the two.
-          guard Array(payload.readableBytesView) == record.payload else {
-            throw HubError.integrity(
-              "record \(hexString(record.id)) is already in the hub with a different payload")
-          }
-          continue
-        }
-        if !record.blobs.isEmpty {
-          let present = try await connection.query(
-            """
-            SELECT hash FROM docsync.blobs WHERE account = docsync.current_account()
-            AND hash = ANY(\(record.blobs.map { ByteBuffer(bytes: $0) }))
-            """, logger: logger)
-          var found = Set<[UInt8]>()
-          for try await hash in present.decode(ByteBuffer.self) {
-            found.insert(Array(hash.readableBytesView))
-          }
+      let known = try await connection.query(
+        """
+        SELECT id, payload FROM docsync.records
+        WHERE account = docsync.current_account()
+          AND id = ANY(\(batch.map { ByteBuffer(bytes: $0.id) })::bytea[])
+        """, logger: logger)
+      var stored: Set<[UInt8]> = []
+      for try await (id, payload) in known.decode((ByteBuffer, ByteBuffer).self) {
+        let id = Array(id.readableBytesView)
+        // Ids are derived from content, so the same id with other bytes is a forgery or a bug
+        // on some device: refuse it rather than silently keep one of the two.
+        guard Array(payload.readableBytesView) == payloads[id] else { throw Self.forged(id) }
+        stored.insert(id)
+      }
+      let fresh = batch.filter { !stored.contains($0.id) }
+      guard !fresh.isEmpty else { return }
+      let named = Set(fresh.flatMap(\.blobs))
+      if !named.isEmpty {
+        let found = try await Self.storedHashes(named.map { ByteBuffer(bytes: $0) }, connection)
+        for record in fresh {
           if let missing = record.blobs.first(where: { !found.contains($0) }) {
             throw HubError.missingBlob(missing)
           }
         }
-        try await connection.query(
-          """
-          INSERT INTO docsync.records (id, payload, blobs) VALUES (
-            \(ByteBuffer(bytes: record.id)), \(ByteBuffer(bytes: record.payload)),
-            \(record.blobs.map { ByteBuffer(bytes: $0) }))
-          """, logger: logger)
       }
+      // Every hash named is a stored blob's, so 32 bytes: each record's hashes travel joined
+      // (a bytea[][] must be rectangular) and are cut apart again here. Rows go in in the
+      // batch's order, which is the order their seqs are given in.
+      try await connection.query(
+        """
+        INSERT INTO docsync.records (id, payload, blobs)
+        SELECT i, p, ARRAY(
+            SELECT substring(b FROM k * 32 + 1 FOR 32)
+            FROM generate_series(0, octet_length(b) / 32 - 1) AS k ORDER BY k)
+        FROM unnest(\(fresh.map { ByteBuffer(bytes: $0.id) })::bytea[],
+          \(fresh.map { ByteBuffer(bytes: $0.payload) })::bytea[],
+          \(fresh.map { ByteBuffer(bytes: $0.blobs.flatMap { $0 }) })::bytea[])
+          WITH ORDINALITY AS t (i, p, b, n)
+        ORDER BY n
+        """, logger: logger)
     }
+  }
+
+  /// `records` with each id once, and each id's payload; an id twice with other bytes is refused
+  /// as a known id with other bytes is.
+  static func unique(_ records: [HubRecord]) throws(HubError) -> (
+    [HubRecord], [[UInt8]: [UInt8]]
+  ) {
+    var batch: [HubRecord] = []
+    var payloads: [[UInt8]: [UInt8]] = [:]
+    for record in records {
+      if let payload = payloads[record.id] {
+        guard payload == record.payload else { throw forged(record.id) }
+        continue
+      }
+      payloads[record.id] = record.payload
+      batch.append(record)
+    }
+    return (batch, payloads)
+  }
+
+  static func forged(_ id: [UInt8]) -> HubError {
+    .integrity("record \(hexString(id)) is already in the hub with a different payload")
   }
 
   public func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage {

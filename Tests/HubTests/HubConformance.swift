@@ -48,6 +48,15 @@ enum HubConformance {
     ("retention is kept, and pruning removes records and the blobs only they named", pruning),
     ("forgetting removes records and their blobs; erasures list what went", forgetting),
     ("a wanted blob that pruning releases is wanted no more", prunedBlobIsNotWanted),
+    // Batched small blobs: HubConformance+SmallBlobs.swift.
+    (
+      "a batch of small blobs stores each good one, keeps one there, refuses a wrong key",
+      smallBatch
+    ),
+    ("an empty batch stores and reads nothing", emptyBatches),
+    ("two handles putting one batch at once both end with every blob", racingBatches),
+    ("a wanted blob put in a batch is wanted no more", wantedBlobPutInBatch),
+    ("small blobs read together are the good ones up to the limit, in any chunks", exactRead),
   ]
 
   static func idempotentAppends(_ fixture: HubFixture) async throws {
