@@ -1,7 +1,9 @@
+import Glibc
+
 /// How a `Session` mounts and serves: everything that becomes a libfuse option.
 ///
-/// Always on: `default_permissions`, so the kernel checks modes and the mount stays private to
-/// its owner unless `allowOther`. Never on: `noatime`.
+/// On unless only root can reach the mount: `default_permissions`, so the kernel checks modes.
+/// The mount stays private to its owner unless `allowOther`. Never on: `noatime`.
 public struct SessionOptions: Sendable {
   public var mountPoint: String
   /// The "device" column of /proc/mounts and df.
@@ -11,6 +13,9 @@ public struct SessionOptions: Sendable {
   /// Let other users (root included) use the mount; needs `user_allow_other` in
   /// /etc/fuse.conf unless the mounter is root.
   public var allowOther: Bool
+  /// Have the kernel check every access against the modes (`default_permissions`). Needed
+  /// whenever a caller may lack CAP_DAC_OVERRIDE; `kernelChecksModes(allowOther:)` says when.
+  public var checksModes: Bool
   /// Let the kernel cache writes and send them later; off until the file system is ready for
   /// the kernel to own mtime and size between flushes.
   public var writebackCache: Bool
@@ -35,7 +40,8 @@ public struct SessionOptions: Sendable {
 
   public init(
     mountPoint: String, fsName: String = "docsync", subtype: String = "docsync",
-    allowOther: Bool = false, writebackCache: Bool = false, passthrough: Bool = true,
+    allowOther: Bool = false, checksModes: Bool = true, writebackCache: Bool = false,
+    passthrough: Bool = true,
     ioUring: Bool = true, handleKillPrivileges: Bool = false, maxIdleThreads: UInt32 = 10,
     maxThreads: UInt32 = 10, debug: Bool = false
   ) {
@@ -43,6 +49,7 @@ public struct SessionOptions: Sendable {
     self.fsName = fsName
     self.subtype = subtype
     self.allowOther = allowOther
+    self.checksModes = checksModes
     self.writebackCache = writebackCache
     self.passthrough = passthrough
     self.ioUring = ioUring
@@ -50,5 +57,16 @@ public struct SessionOptions: Sendable {
     self.maxIdleThreads = maxIdleThreads
     self.maxThreads = maxThreads
     self.debug = debug
+  }
+
+  /// Whether a mount needs the kernel's mode checks. A private mount of root's is reached only
+  /// by root, whom the checks let through anyway; under them the kernel would still refresh a
+  /// folder's attributes after every create, rename and unlink in it (one GETATTR each) and
+  /// leave the quick path walk whenever a folder's attributes are stale. Executable bits are
+  /// checked either way.
+  public static func kernelChecksModes(allowOther: Bool, effectiveUser: uid_t = geteuid())
+    -> Bool
+  {
+    allowOther || effectiveUser != 0
   }
 }

@@ -126,9 +126,9 @@ extension SessionOptions {
     var mountOptions = [
       "fsname=\(Self.escapedOption(fsName))",
       "subtype=\(Self.escapedOption(subtype))",
-      // The kernel checks modes itself, so the file system need not repeat access checks.
-      "default_permissions",
     ]
+    // The kernel checks modes itself, so the file system need not repeat access checks.
+    if checksModes { mountOptions.append("default_permissions") }
     if allowOther { mountOptions.append("allow_other") }
     var arguments = ["docsync", "-o", mountOptions.joined(separator: ",")]
     if debug { arguments.append("-d") }

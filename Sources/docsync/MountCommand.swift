@@ -305,6 +305,7 @@ struct MountCommand: ParsableCommand {
         fileSystem: mount,
         options: SessionOptions(
           mountPoint: target, fsName: MountTable.sourcePrefix + folder, allowOther: allowOther,
+          checksModes: SessionOptions.kernelChecksModes(allowOther: allowOther),
           passthrough: !noPassthrough, ioUring: !noIoUring, handleKillPrivileges: true,
           debug: fuseDebug))
       try session.mount()

@@ -233,6 +233,15 @@ struct SessionOptionsTests {
       ])
   }
 
+  @Test func onlyRootsPrivateMountGoesWithoutTheKernelsModeChecks() {
+    #expect(!SessionOptions.kernelChecksModes(allowOther: false, effectiveUser: 0))
+    #expect(SessionOptions.kernelChecksModes(allowOther: true, effectiveUser: 0))
+    #expect(SessionOptions.kernelChecksModes(allowOther: false, effectiveUser: 1000))
+    #expect(SessionOptions.kernelChecksModes(allowOther: true, effectiveUser: 1000))
+    let options = SessionOptions(mountPoint: "/mnt/docs", checksModes: false)
+    #expect(options.arguments == ["docsync", "-o", "fsname=docsync,subtype=docsync"])
+  }
+
   @Test func commasAndBackslashesInNamesAreEscaped() {
     let options = SessionOptions(mountPoint: "/m", fsName: #"a,b\c"#)
     #expect(options.arguments[2].hasPrefix(#"fsname=a\,b\\c,subtype="#))
