@@ -41,14 +41,20 @@ extension SyncEngine {
   /// the intents, the names), and four pages of small files (512 records each) land in one.
   static let applyBatchFiles = 2048
 
-  /// Whether the remote changes waiting to land fill a batch (by files or by bytes, which also
-  /// bounds the small content a pull holds in memory for them). Called with the lock held.
+  /// Whether the remote changes waiting to land fill a batch, by files or by bytes, or the
+  /// small content fetched for them (and for paths that wait for a writer, which only
+  /// ``applyPending(only:)`` makes blobs) fills its memory. Called with the lock held.
   func applyIsDue() -> Bool {
     guard pendingApplies.count < Self.applyBatchFiles else { return true }
     var bytes: UInt64 = 0
     for item in pendingApplies.values {
       bytes = saturatingSum(bytes, item.size)
       if bytes >= Self.applyBatchBytes { return true }
+    }
+    var held: UInt64 = 0
+    for content in fetchedContent.values {
+      held += UInt64(content.count)
+      if held >= Self.applyBatchBytes { return true }
     }
     return false
   }
