@@ -36,7 +36,7 @@ extension LocalStore {
     // Records may arrive after a version that names them.
     let followed =
       try Bool.fetchOne(
-        db, sql: "SELECT EXISTS (SELECT 1 FROM version_parents WHERE parent = ?)",
+        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM version_parents WHERE parent = ?)"),
         arguments: [id]) ?? false
     if !followed {
       try db.cachedStatement(sql: "INSERT INTO heads (id) VALUES (?)").execute(arguments: [id])
@@ -83,7 +83,7 @@ extension LocalStore {
   public func storedPayload(_ id: [UInt8]) throws(LocalStoreError) -> [UInt8]? {
     try reading { db in
       try Data.fetchOne(
-        db, sql: "SELECT payload FROM versions WHERE id = ?", arguments: [Data(id)]
+        db.cachedStatement(sql: "SELECT payload FROM versions WHERE id = ?"), arguments: [Data(id)]
       ).map { [UInt8]($0) }
     }
   }
@@ -92,7 +92,8 @@ extension LocalStore {
   public func followers(of id: [UInt8]) throws(LocalStoreError) -> [[UInt8]] {
     try reading { db in
       try Data.fetchAll(
-        db, sql: "SELECT child FROM version_parents WHERE parent = ?", arguments: [Data(id)]
+        db.cachedStatement(sql: "SELECT child FROM version_parents WHERE parent = ?"),
+        arguments: [Data(id)]
       ).map { [UInt8]($0) }
     }
   }
@@ -103,7 +104,7 @@ extension LocalStore {
   )] {
     try reading { db in
       try Row.fetchAll(
-        db, sql: "SELECT id, payload FROM versions WHERE path = ? ORDER BY id",
+        db.cachedStatement(sql: "SELECT id, payload FROM versions WHERE path = ? ORDER BY id"),
         arguments: [Data(path)]
       ).map { ([UInt8]($0[0] as Data), [UInt8]($0[1] as Data)) }
     }
@@ -112,8 +113,9 @@ extension LocalStore {
   /// The ids of the stored records whose content is the blob `hash`.
   public func versionIDs(withContent hash: [UInt8]) throws(LocalStoreError) -> [[UInt8]] {
     try reading { db in
-      try Data.fetchAll(db, sql: "SELECT id FROM versions WHERE hash = ?", arguments: [Data(hash)])
-        .map { [UInt8]($0) }
+      try Data.fetchAll(
+        db.cachedStatement(sql: "SELECT id FROM versions WHERE hash = ?"), arguments: [Data(hash)]
+      ).map { [UInt8]($0) }
     }
   }
 
@@ -121,8 +123,8 @@ extension LocalStore {
   public func isReleased(_ id: [UInt8]) throws(LocalStoreError) -> Bool {
     try reading { db in
       try Bool.fetchOne(
-        db, sql: "SELECT EXISTS (SELECT 1 FROM released WHERE id = ?)", arguments: [Data(id)])
-        ?? false
+        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM released WHERE id = ?)"),
+        arguments: [Data(id)]) ?? false
     }
   }
 
@@ -130,7 +132,7 @@ extension LocalStore {
   public func hasHistory(at path: [UInt8]) throws(LocalStoreError) -> Bool {
     try reading { db in
       try Bool.fetchOne(
-        db, sql: "SELECT EXISTS (SELECT 1 FROM history_paths WHERE path = ?)",
+        db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM history_paths WHERE path = ?)"),
         arguments: [Data(path)]) ?? false
     }
   }
@@ -224,9 +226,11 @@ extension LocalStore {
     }
   }
 
+  /// Runs a read of one statement (see ``StateDatabase/readStatement(_:)``); the statements
+  /// are cached, as a pull runs them for every record it brings.
   func reading<T>(_ body: (Database) throws -> T) throws(LocalStoreError) -> T {
     do {
-      return try database.read(body)
+      return try database.readStatement(body)
     } catch {
       throw .failed("\(error)")
     }

@@ -56,6 +56,14 @@ final class StateDatabase: @unchecked Sendable {
     try queue.read(body)
   }
 
+  /// Runs one statement's read of what is committed, outside any transaction: a single
+  /// statement reads one snapshot by itself, and the read-only transaction of ``read(_:)``
+  /// (a pragma, a begin, a commit and a pragma around it) cost four more statements for each
+  /// record a pull looked up.
+  func readStatement<T>(_ body: (Database) throws -> T) throws -> T {
+    try queue.unsafeRead(body)
+  }
+
   /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.
   func writeWithoutTransaction<T>(_ body: (Database) throws -> T) throws -> T {
     pthread_mutex_lock(mutex)

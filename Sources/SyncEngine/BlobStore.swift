@@ -72,7 +72,11 @@ struct BlobStore: Sendable {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
     var hasher = SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    // No larger than the file: zeroing a MiB for each of 10,000 small files was a twentieth
+    // of a push's CPU.
+    var info = stat()
+    let size = fstat(source, &info) == 0 ? max(Int(info.st_size), 4096) + 1 : 1 << 20
+    var buffer = [UInt8](repeating: 0, count: min(size, 1 << 20))
     var offset: off_t = 0
     while true {
       let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, offset) }

@@ -37,9 +37,27 @@ extension SyncEngine {
   }
 
   static let applyBatchBytes: UInt64 = 64 << 20
-  /// Files per batch: a batch costs two flushes of the disk whatever its size, and a page of
-  /// small files (512 records) lands in one.
-  static let applyBatchFiles = 512
+  /// Files per batch: a batch costs three flushes of the disk whatever its size (the content,
+  /// the intents, the names), and four pages of small files (512 records each) land in one.
+  static let applyBatchFiles = 2048
+
+  /// Whether the remote changes waiting to land fill a batch, by files or by bytes, or the
+  /// small content fetched for them (and for paths that wait for a writer, which only
+  /// ``applyPending(only:)`` makes blobs) fills its memory. Called with the lock held.
+  func applyIsDue() -> Bool {
+    guard pendingApplies.count < Self.applyBatchFiles else { return true }
+    var bytes: UInt64 = 0
+    for item in pendingApplies.values {
+      bytes = saturatingSum(bytes, item.size)
+      if bytes >= Self.applyBatchBytes { return true }
+    }
+    var held: UInt64 = 0
+    for content in fetchedContent.values {
+      held += UInt64(content.count)
+      if held >= Self.applyBatchBytes { return true }
+    }
+    return false
+  }
 
   /// Makes the fetched content that no file took (a conflict version's, or a path's that
   /// waits for its writer) a blob, with one flush for all, and empties ``fetchedContent``.
