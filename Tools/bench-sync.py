@@ -324,8 +324,9 @@ def initial_syncs(args, kind, what, fill, figures):
     # Small-file rounds keep their folders until all are done (see the module's comment).
     rounds = [initial_sync(args.docsync, f"{kind}-{round_}", fill, kind == "small", make_hub)
               for round_ in range(args.rounds)]
-    for round_ in range(args.rounds):
-        shutil.rmtree(f"{ROOT}/initial-{kind}-{round_}", ignore_errors=True)
+    if not args.keep:
+        for round_ in range(args.rounds):
+            shutil.rmtree(f"{ROOT}/initial-{kind}-{round_}", ignore_errors=True)
     ratios = [r[1] / r[0] for r in rounds]
     figures.update({
         f"initial_{kind}_rsync_s": statistics.median(r[0] for r in rounds),
@@ -365,6 +366,9 @@ def main():
     parser.add_argument("--only", choices=("large", "small"),
                         help="large: push, pull and initial sync of the large file; "
                              "small: the initial sync of small files")
+    parser.add_argument("--keep", action="store_true",
+                        help="leave the small-file rounds' folders, so that the next bench does "
+                             "not meet a file system busy with their deletion")
     args = parser.parse_args()
     ROOT = args.root
     # SIGTERM ends the run like Ctrl-C does, through the finally blocks that unmount.
