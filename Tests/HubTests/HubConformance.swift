@@ -215,10 +215,7 @@ enum HubConformance {
     let file = try TemporaryFile(content)
     await #expect {
       try await hub.putBlob(hash: claimed, from: file.descriptor)
-    } throws: { error in
-      guard case .integrity = error as? HubError else { return false }
-      return true
-    }
+    } throws: { isIntegrityError($0) }
     #expect(try await !hub.hasBlob(hash: claimed))
     #expect(try await !hub.hasBlob(hash: HubHash.sha256(content)))
     await #expect(throws: HubError.missingBlob(claimed)) {
@@ -233,10 +230,7 @@ enum HubConformance {
     try await fixture.corruptBlob(hash)
     await #expect {
       _ = try await fetchBlob(hub, hash)
-    } throws: { error in
-      guard case .integrity = error as? HubError else { return false }
-      return true
-    }
+    } throws: { isIntegrityError($0) }
   }
 
   static func smallBlobs(_ fixture: HubFixture) async throws {
@@ -356,10 +350,7 @@ enum HubConformance {
     let file = try TemporaryFile(other)
     await #expect {
       try await hub.putBlob(hash: hash, from: file.descriptor)
-    } throws: { error in
-      guard case .integrity = error as? HubError else { return false }
-      return true
-    }
+    } throws: { isIntegrityError($0) }
     #expect(try await !hub.hasBlob(hash: hash))
     #expect(try await hub.wantedBlobs() == [hash])
     _ = try await putBlob(hub, content)
@@ -515,6 +506,12 @@ func endCursor(_ hub: any Hub) async throws -> HubCursor {
     if page.records.isEmpty { return cursor }
     cursor = page.cursor
   }
+}
+
+/// Whether `error` is the hub's refusal of bytes that do not match their hash.
+func isIntegrityError(_ error: any Error) -> Bool {
+  guard case .integrity = error as? HubError else { return false }
+  return true
 }
 
 /// Deterministic bytes that do not compress or repeat, so a misplaced chunk cannot go unnoticed.

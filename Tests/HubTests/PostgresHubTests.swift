@@ -194,15 +194,7 @@ struct PostgresHubTests {
 
   /// Whatever SQL a role of account X sends, account Y's rows stay invisible and untouched.
   @Test func anotherAccountIsInvisibleAndUnwritable() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let xDevice = PostgresTestCluster.uniqueName("x")
-    let yAccount = PostgresTestCluster.uniqueName("y")
-    let xURL = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
-      password: "x-pw")
-    let yURL = try PostgresTestCluster.createAccount(
-      database: database, account: yAccount, device: PostgresTestCluster.uniqueName("y"),
-      password: "y-pw")
+    let (database, xDevice, yAccount, xURL, yURL) = try await PostgresTestCluster.twoAccounts()
     let yHub = try PostgresHub(location: yURL)
     let yBlob = try await putBlob(yHub, Array("y's secret".utf8))
     try await yHub.append([makeRecord("y's record", blobs: [yBlob])])
@@ -354,15 +346,7 @@ struct PostgresHubTests {
   /// A role of another account cannot learn when an account writes: the account's channel is a
   /// secret of the account, and the account role's name (public in pg_roles) carries nothing.
   @Test func anotherAccountCannotListenToItsWrites() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let xDevice = PostgresTestCluster.uniqueName("x")
-    let yAccount = PostgresTestCluster.uniqueName("y")
-    _ = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
-      password: "x-pw")
-    let yURL = try PostgresTestCluster.createAccount(
-      database: database, account: yAccount, device: PostgresTestCluster.uniqueName("y"),
-      password: "y-pw")
+    let (database, xDevice, yAccount, _, yURL) = try await PostgresTestCluster.twoAccounts()
     let yHub = try PostgresHub(location: yURL)
     try await yHub.append([makeRecord("first")])  // makes Y's channel
     let yChannel = try await PostgresTestCluster.withAdminConnection(database: database) {

@@ -11,15 +11,7 @@ struct PostgresSmallBlobTests {
   /// A batch reads and writes only the caller's account: another account's blob under the same
   /// hash is neither returned nor touched, and raw batched inserts for it are refused.
   @Test func batchesReachOnlyTheCallersAccount() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let xDevice = PostgresTestCluster.uniqueName("x")
-    let yAccount = PostgresTestCluster.uniqueName("y")
-    let xURL = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
-      password: "x-pw")
-    let yURL = try PostgresTestCluster.createAccount(
-      database: database, account: yAccount, device: PostgresTestCluster.uniqueName("y"),
-      password: "y-pw")
+    let (database, xDevice, yAccount, xURL, yURL) = try await PostgresTestCluster.twoAccounts()
     let yHub = try PostgresHub(location: yURL)
     let xHub = try PostgresHub(location: xURL)
     let secret = Array("y's secret".utf8)

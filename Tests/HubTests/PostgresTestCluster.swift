@@ -74,6 +74,21 @@ enum PostgresTestCluster {
     return name
   }
 
+  /// A new database with two accounts, X and Y, one device each (passwords "x-pw" and
+  /// "y-pw"): where the tests that one account cannot reach another's rows start.
+  static func twoAccounts() async throws -> (
+    database: String, xDevice: String, yAccount: String, xURL: String, yURL: String
+  ) {
+    let database = try await createDatabase()
+    let xDevice = uniqueName("x")
+    let yAccount = uniqueName("y")
+    let xURL = try createAccount(
+      database: database, account: uniqueName("x"), device: xDevice, password: "x-pw")
+    let yURL = try createAccount(
+      database: database, account: yAccount, device: uniqueName("y"), password: "y-pw")
+    return (database, xDevice, yAccount, xURL, yURL)
+  }
+
   /// Runs `docsync hub add-device`, the administrator's documented way, and returns the
   /// device's hub URL.
   static func createAccount(

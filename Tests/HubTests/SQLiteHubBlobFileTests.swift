@@ -65,10 +65,7 @@ struct SQLiteHubBlobFileTests {
     try handle.close()
     await #expect {
       _ = try await fetchBlob(hub, hash)
-    } throws: { error in
-      guard case .integrity = error as? HubError else { return false }
-      return true
-    }
+    } throws: { isIntegrityError($0) }
     #expect(try await hub.reportDamagedBlob(hash: hash) == .wanted)
     #expect(!FileManager.default.fileExists(atPath: path))
     #expect(try await hub.wantedBlobs() == [hash])
@@ -87,10 +84,7 @@ struct SQLiteHubBlobFileTests {
     #expect(unlink(hubPath + ".blobs/" + hexString(hash)) == 0)
     await #expect {
       _ = try await fetchBlob(hub, hash)
-    } throws: { error in
-      guard case .integrity = error as? HubError else { return false }
-      return true
-    }
+    } throws: { isIntegrityError($0) }
     #expect(try await hub.reportDamagedBlob(hash: hash) == .wanted)
     #expect(try await !hub.hasBlob(hash: hash))
   }
