@@ -150,8 +150,11 @@ struct BlobFolder: Sendable {
   /// What a crash may have left: temporary files not written to for `age` seconds (their
   /// writer crashed or was killed), and blob files as old, which the caller removes only when
   /// no row names them (the hub crashed between the rename and the row, or between dropping
-  /// the row and removing the file). Found outside any lock: listing a large folder is slow.
-  func leftovers(olderThan age: TimeInterval) -> (temporaries: [String], blobs: [[UInt8]]) {
+  /// the row and removing the file), unless `blobs` is false. Found outside any lock: listing
+  /// a large folder is slow.
+  func leftovers(olderThan age: TimeInterval, blobs wanted: Bool = true) -> (
+    temporaries: [String], blobs: [[UInt8]]
+  ) {
     guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
       return ([], [])
     }
@@ -159,11 +162,13 @@ struct BlobFolder: Sendable {
     var temporaries: [String] = []
     var blobs: [[UInt8]] = []
     for name in names {
+      let temporary = name.hasPrefix(Self.temporaryPrefix)
+      guard temporary || wanted else { continue }
       var info = stat()
       guard fstatat(descriptor, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
         Double(info.st_mtim.tv_sec) < cutoff
       else { continue }
-      if name.hasPrefix(Self.temporaryPrefix) {
+      if temporary {
         temporaries.append(name)
       } else if let hash = Self.hash(named: name) {
         blobs.append(hash)

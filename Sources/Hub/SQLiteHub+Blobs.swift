@@ -256,18 +256,6 @@ extension SQLiteHub {
     try? await removeBlobFiles(Set(blobs.map { Data($0) }))
   }
 
-  /// As ``sweepBlobFiles(olderThan:)``, for the hub's initializer, which cannot wait.
-  static func sweepBlobFiles(
-    _ folder: BlobFolder, _ pool: DatabasePool, olderThan age: TimeInterval
-  ) {
-    let (temporaries, blobs) = folder.leftovers(olderThan: age)
-    for name in temporaries { folder.discard(name) }
-    guard !blobs.isEmpty else { return }
-    try? pool.write { db in
-      for hash in blobs where try storedBlobLocked(hash, db)?.file != true { folder.remove(hash) }
-    }
-  }
-
   static func discard(upload: Int64, _ db: Database) throws {
     try db.execute(sql: "DELETE FROM chunks WHERE upload = ?", arguments: [upload])
     try db.execute(sql: "DELETE FROM uploads WHERE id = ?", arguments: [upload])

@@ -116,8 +116,12 @@ public final class SQLiteHub: Hub {
     watcher = FileChangeWatcher(
       directory: (file as NSString).deletingLastPathComponent,
       names: [name, name + "-wal", name + "-journal"], signal: changes)
-    // Files of puts that a crash cut short; a day is far longer than any put still running.
-    Self.sweepBlobFiles(blobFolder, pool, olderThan: 86_400)
+    // Temporary files of puts that a crash cut short (a day is far longer than any put still
+    // running). Blob files that no row names wait for the next prune: checking every large
+    // blob's row here took the hub's write lock and a lookup per file at every start.
+    for name in blobFolder.leftovers(olderThan: 86_400, blobs: false).temporaries {
+      blobFolder.discard(name)
+    }
   }
 
   deinit {

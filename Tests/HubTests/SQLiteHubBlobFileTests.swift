@@ -111,7 +111,8 @@ struct SQLiteHubBlobFileTests {
   }
 
   /// What a crash leaves in the folder (a temporary file, a file no row names) goes once it
-  /// is old; recorded files and young files (a put in progress) stay.
+  /// is old, the temporary file when a hub opens, the orphan when one prunes; recorded files and
+  /// young files (a put in progress) stay.
   @Test func orphansAreSweptWhenOld() async throws {
     let folder = try ScratchFolder()
     let hubPath = folder.path + "/hub.sqlite"
@@ -128,9 +129,10 @@ struct SQLiteHubBlobFileTests {
     for name in [orphan, temporary, hexString(kept), "notes.txt"] {
       try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: blobs + name)
     }
-    // Opening the hub sweeps.
+    // Opening the hub sweeps old temporary files; an old orphan waits for a prune's sweep.
     _ = try SQLiteHub(path: hubPath)
-    #expect(try blobFolderNames(hubPath) == [hexString(kept), young, "notes.txt"].sorted())
+    #expect(
+      try blobFolderNames(hubPath) == [hexString(kept), orphan, young, "notes.txt"].sorted())
     await hub.sweepBlobFiles(olderThan: 0)
     #expect(try blobFolderNames(hubPath) == [hexString(kept), "notes.txt"].sorted())
     #expect(try await fetchBlob(hub, kept).count == Self.large)
