@@ -399,6 +399,13 @@ def main():
         kind += f"-{args.only}"
     with open(os.path.join(args.results, f"{kind}-{stamp}-{figures['user']}.json"), "w") as f:
         json.dump(figures, f, indent=2)
+    # The mounts' folders, hub and large files go (gigabytes); with --keep, the small-file
+    # rounds' folders stay for a later cleanup.
+    for name in os.listdir(ROOT):
+        if not (args.keep and name.startswith("initial-small-")):
+            shutil.rmtree(os.path.join(ROOT, name), ignore_errors=True)
+            if os.path.exists(os.path.join(ROOT, name)):
+                os.remove(os.path.join(ROOT, name))
 
 
 if __name__ == "__main__":
