@@ -30,9 +30,12 @@ static const uint32_t kMaxPages = 1u << 22;          // flags: max_pages is mean
 static const uint32_t kKillPrivV2 = 1u << 28;        // flags: FUSE_HANDLE_KILLPRIV_V2
 static const uint32_t kWriteKillSuidGid = 1u << 2;   // fuse_write_in.write_flags
 static const uint32_t kOpenPassthrough = 1u << 7;    // FOPEN_PASSTHROUGH
-// What the kernel allows beside it (FOPEN_PASSTHROUGH_MASK): DIRECT_IO, NOFLUSH,
-// PARALLEL_DIRECT_WRITES. KEEP_CACHE would fail the open with EIO: there is no cache to keep.
-static const uint32_t kOpenPassthroughAllowed = (1u << 0) | (1u << 5) | (1u << 6);
+// What is kept beside it: NOFLUSH and PARALLEL_DIRECT_WRITES. KEEP_CACHE would fail the open
+// with EIO (there is no cache to keep). DIRECT_IO, which the kernel allows too
+// (FOPEN_PASSTHROUGH_MASK), is dropped: it would send the file's reads and writes to the daemon
+// instead of the backing file (fuse_file_write_iter checks it before passthrough), and a
+// write-only open asks for it only to skip the page cache that passthrough skips anyway.
+static const uint32_t kOpenPassthroughAllowed = (1u << 5) | (1u << 6);
 
 struct backing_map {
   int32_t fd;

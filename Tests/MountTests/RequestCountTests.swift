@@ -57,17 +57,50 @@ struct RequestCountTests {
     }
   }
 
-  /// What a file's writes put in the kernel's page cache serves its next reads: the kernel no
-  /// longer drops a file's pages when the daemon's mtime differs from the one it stamped
-  /// itself (AUTO_INVAL_DATA refused), which made the first read after a write read it all.
+  /// What a read-write descriptor's writes put in the kernel's page cache serves the file's
+  /// next reads: the kernel no longer drops a file's pages when the daemon's mtime differs from
+  /// the one it stamped itself (AUTO_INVAL_DATA refused), which made the first read after a
+  /// write read it all. (A write-only descriptor writes around the cache: next test.)
   @Test(.needs())
   func aFileJustWrittenIsReadFromTheCache() throws {
     try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
-      let content = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
-      try content.write(to: URL(fileURLWithPath: m.path("written.bin")))
+      let content = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+      let fd = open(m.path("written.bin"), O_RDWR | O_CREAT | O_TRUNC, 0o644)
+      try #require(fd >= 0)
+      #expect(write(fd, content, content.count) == content.count)
+      close(fd)
       let before = try Self.lineCount(m)
-      #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("written.bin"))) == content)
+      #expect(try Data(contentsOf: URL(fileURLWithPath: m.path("written.bin"))) == Data(content))
       #expect(try Self.count("READ", in: m, after: before) == 0, "\(m.logTail())")
+    }
+  }
+
+  /// A write-only descriptor's writes go from the writer's memory to the daemon without the
+  /// kernel's page cache (FOPEN_DIRECT_IO): one or two WRITEs for a 1 MiB write, and the pages
+  /// another descriptor had cached of the written range are dropped, so it reads the new bytes
+  /// (from the daemon: the write left none in the cache).
+  @Test(.needs())
+  func aWriteOnlyWriterSkipsThePageCacheAndReadersSeeItsBytes() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      let old = [UInt8](repeating: 0x61, count: 1 << 20)
+      try Data(old).write(to: URL(fileURLWithPath: m.path("shared.bin")))
+      let reader = open(m.path("shared.bin"), O_RDONLY)
+      try #require(reader >= 0)
+      defer { close(reader) }
+      var seen = [UInt8](repeating: 0, count: 1 << 20)
+      #expect(pread(reader, &seen, seen.count, 0) == seen.count && seen == old)
+      let new = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+      let before = try Self.lineCount(m)
+      let writer = open(m.path("shared.bin"), O_WRONLY)
+      try #require(writer >= 0)
+      #expect(pwrite(writer, new, new.count, 0) == new.count)
+      close(writer)
+      // The kernel sends the writer's own pages, at most 256 to a request (max_pages): an
+      // array that does not start on a page boundary spans 257 and goes in two WRITEs.
+      #expect((1...2).contains(try Self.count("WRITE", in: m, after: before)), "\(m.logTail())")
+      #expect(pread(reader, &seen, seen.count, 0) == seen.count && seen == new)
+      // Read from the daemon: the write put nothing in the cache and dropped the old pages.
+      #expect(try Self.count("READ", in: m, after: before) > 0, "\(m.logTail())")
     }
   }
 }
