@@ -409,6 +409,50 @@ struct PostgresHubTests {
     #expect(try await fetchBlob(hub, kept) == Array("a finished upload, a day old".utf8))
   }
 
+  /// The sweep runs at a hub's first put, then every few minutes, not before every blob: even
+  /// by index it reads each upload of the account older than a day.
+  @Test func aHubSweepsAbandonedUploadsAtItsFirstPutNotAtEach() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let device = PostgresTestCluster.uniqueName("x")
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
+      password: "x-pw")
+    let logger = PostgresTestCluster.logger
+    // Abandons an upload two days ago; returns how many abandoned uploads there are.
+    func abandonOne() async throws -> Int {
+      try await PostgresTestCluster.withConnection(
+        user: device, password: "x-pw", database: database
+      ) { x -> Int in
+        try await x.query(
+          """
+          INSERT INTO docsync.uploads (id, hash, started)
+          VALUES (gen_random_uuid(), '\\x01'::bytea, now() - interval '2 days')
+          """, logger: logger)
+        return try await abandoned(x)
+      }
+    }
+    func abandoned(_ x: PostgresConnection) async throws -> Int {
+      let rows = try await x.query(
+        "SELECT count(*)::int8 FROM docsync.uploads WHERE hash = '\\x01'::bytea", logger: logger)
+      for try await count in rows.decode(Int.self) { return count }
+      return -1
+    }
+    func abandonedNow() async throws -> Int {
+      try await PostgresTestCluster.withConnection(
+        user: device, password: "x-pw", database: database
+      ) { try await abandoned($0) }
+    }
+    let hub = try PostgresHub(location: url)
+    #expect(try await abandonOne() == 1)
+    _ = try await putBlob(hub, Array("first put".utf8))
+    #expect(try await abandonedNow() == 0, "the first put sweeps")
+    #expect(try await abandonOne() == 1)
+    _ = try await putBlob(hub, Array("second put".utf8))
+    #expect(try await abandonedNow() == 1, "the next put, a moment later, does not")
+    _ = try await putBlob(try PostgresHub(location: url), Array("another hub's first put".utf8))
+    #expect(try await abandonedNow() == 0)
+  }
+
   /// A role of another account cannot learn when an account writes: the account's channel is a
   /// secret of the account, and the account role's name (public in pg_roles) carries nothing.
   @Test func anotherAccountCannotListenToItsWrites() async throws {
