@@ -121,14 +121,14 @@ extension SyncEngine {
 
   /// Hashes the files that may be their path's current version, landed without a record,
   /// outside the lock: each that is gets its record again, each other one is new local work.
+  /// A file that holds the version is shown as holding it even if a newer one has come since:
+  /// then it is an older version, which the tree is brought past like any other.
   func settleUnrecordedFiles(_ tree: any LocalTree, _ files: [UnrecordedFile]) {
     var landed: [DocumentPath: ShownRecord?] = [:]
     for file in files {
       let hash = Self.hashWorkingFile(store, file.inode)?.0
       withLock {
-        guard tree.entry(at: file.path) == file.entry,
-          case .document(file.current)? = state.entries[file.path],
-          hash == file.current.content.blobHash
+        guard tree.entry(at: file.path) == file.entry, hash == file.current.content.blobHash
         else {
           changeLog.note(.create(file.path))
           return
