@@ -16,6 +16,7 @@ enum Migrations {
     (5, "v0005_erasures_and_forget", PackageResources.v0005_erasures_and_forget_sql),
     (6, "v0006_released_blobs_not_wanted", PackageResources.v0006_released_blobs_not_wanted_sql),
     (7, "v0007_row_checks_use_indexes", PackageResources.v0007_row_checks_use_indexes_sql),
+    (8, "v0008_upload_sweep_uses_an_index", PackageResources.v0008_upload_sweep_uses_an_index_sql),
   ]
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.

@@ -14,8 +14,10 @@ extension PostgresHub {
     let upload = UUID()
     try await withConnection { connection -> Void in
       // Uploads abandoned a day ago or more by a device that lost its connection (the
-      // discard below needs the connection that just failed).
-      try await connection.query("SELECT docsync.sweep_uploads()", logger: Connections.logger)
+      // discard below needs the connection that just failed), every few minutes.
+      if uploadSweepIsDue() {
+        try await connection.query("SELECT docsync.sweep_uploads()", logger: Connections.logger)
+      }
       try await connection.query(
         "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))",
         logger: Connections.logger)
@@ -130,6 +132,17 @@ extension PostgresHub {
     try await withConnection { connection -> Void in
       try await connection.query(
         "SELECT docsync.discard_upload(\(upload))", logger: Connections.logger)
+    }
+  }
+
+  /// Whether a put should sweep the account's abandoned uploads now: at the first put of this
+  /// hub, then once every ``uploadSweepInterval``; true takes the turn.
+  func uploadSweepIsDue() -> Bool {
+    let now = ContinuousClock.now
+    return lastUploadSweep.withLock { last in
+      if let last, last.duration(to: now) < Self.uploadSweepInterval { return false }
+      last = now
+      return true
     }
   }
 }

@@ -18,6 +18,14 @@ public final class PostgresHub: Hub {
   let connections: Connections
   let changes = ChangeSignal()
   private let listener: Task<Void, Never>
+  /// When this hub last swept the account's abandoned uploads (``uploadSweepIsDue()``).
+  let lastUploadSweep = Mutex<ContinuousClock.Instant?>(nil)
+
+  /// How often a put sweeps the account's abandoned uploads: they are swept once a day old, so
+  /// a sweep per blob put gains nothing over one every few minutes, and even by index a sweep
+  /// reads every upload of the account older than a day (each finished one stays as long as
+  /// its blob): 70 ms at 100,000 of them (Tools/bench-upload-sweep.sh), for each large file.
+  static let uploadSweepInterval = Duration.seconds(600)
 
   /// Bytes per stored chunk, and the most a blob transfer holds in memory at once.
   static let chunkSize = 1 << 20

@@ -73,6 +73,90 @@ extension SyncEngine {
     return wentBack
   }
 
+  /// What an entry of the tree that no record says the path shows (or that the path showed
+  /// deleted) is, by the path's current version.
+  enum UnrecordedEntry: Equatable {
+    /// The current version, landed: a remote change that needs no content copy (a folder, a
+    /// symlink) takes its place in the tree, and the tree's commit queue may commit it, a
+    /// moment before the engine records what the path shows; a crash in between leaves this.
+    case landed(VersionRecord)
+    /// The current version if the file's content is that version's (to hash, outside the lock).
+    case landedIfSameContent(VersionRecord)
+    /// New work of this device.
+    case localEdit
+  }
+
+  /// A pure decision: whether `entry` holds what `current` (the path's current version) does.
+  /// A folder is that folder whatever its times; a symlink needs the target and the time; a
+  /// file, the size, time and mode, and then its content.
+  static func unrecordedEntry(_ entry: LocalEntry, current: LibraryState.Entry?)
+    -> UnrecordedEntry
+  {
+    switch (entry, current) {
+    case (.directory, .directory(let record?)?):
+      return .landed(record)
+    case (.symlink(let target, let mtime), .document(let record)?):
+      guard case .symlink(let hash, _) = record.content, hash == ContentHash(of: target),
+        mtime == record.contentTime ?? Int64(record.modified.wallMilliseconds) * 1_000_000
+      else { return .localEdit }
+      return .landed(record)
+    case (.file(_, let size, let mtime, _, let executable), .document(let record)?):
+      guard case .file(_, let recordSize, let recordExecutable) = record.content,
+        UInt64(clamping: size) == recordSize, executable == recordExecutable,
+        mtime == record.contentTime
+      else { return .localEdit }
+      return .landedIfSameContent(record)
+    default:
+      return .localEdit
+    }
+  }
+
+  /// A file the tree holds with no record of it that may be its path's current version.
+  struct UnrecordedFile {
+    var path: DocumentPath
+    var entry: LocalEntry
+    var inode: UInt64
+    var current: VersionRecord
+  }
+
+  /// Hashes the files that may be their path's current version, landed without a record,
+  /// outside the lock: each that is gets its record again, each other one is new local work.
+  /// A file that holds the version is shown as holding it even if a newer one has come since:
+  /// then it is an older version, which the tree is brought past like any other.
+  func settleUnrecordedFiles(_ tree: any LocalTree, _ files: [UnrecordedFile]) {
+    var landed: [DocumentPath: ShownRecord?] = [:]
+    for file in files {
+      let hash = Self.hashWorkingFile(store, file.inode)?.0
+      withLock {
+        guard tree.entry(at: file.path) == file.entry, hash == file.current.content.blobHash
+        else {
+          changeLog.note(.create(file.path))
+          return
+        }
+        landed[file.path] = shownRecord(file.path, file.current, file.entry)
+      }
+    }
+    guard !landed.isEmpty else { return }
+    withLock {
+      logger.info(
+        "\(landed.count) file(s) had landed without their record before the last run ended")
+      showAgain(landed)
+    }
+  }
+
+  /// Records what paths show (nil: nothing) in one transaction. Called with the lock held.
+  func showAgain(_ records: [DocumentPath: ShownRecord?]) {
+    do {
+      try persist(
+        records.map { path, record in record.map { .show($0) } ?? .unshow(path: path.bytes) })
+    } catch {
+      // Looked at again at the next start; until then the paths are compared with the hub's.
+      logger.error("cannot remember what \(records.count) path(s) show: \(error)")
+      return
+    }
+    for (path, record) in records { shown[path] = record }
+  }
+
   /// An ancestor of `version` at its path with this content and time, if there is one.
   static func olderVersion(
     of version: VersionRecord, in known: VersionSet, hash: ContentHash, time: Int64

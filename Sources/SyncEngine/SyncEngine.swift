@@ -314,7 +314,8 @@ public final class SyncEngine: @unchecked Sendable {
     // open) before that ends.
     loop = Task(executorPreference: executor) { [self] in
       let wentBack = settleAfterRestart(tree, intents: intents)
-      withLock { noteOfflineChanges(tree, except: wentBack) }
+      let unrecorded = withLock { noteOfflineChanges(tree, except: wentBack) }
+      settleUnrecordedFiles(tree, unrecorded)
       await run()
     }
   }
@@ -331,37 +332,68 @@ public final class SyncEngine: @unchecked Sendable {
   /// Compares the tree with what it showed at the last unmount: edits made while the mount
   /// was down (or lost to a crash before they were recorded) become local operations.
   ///
+  /// A path that holds what its current version holds, though no record says it shows it, is
+  /// a remote change that landed before a crash took its record (see
+  /// ``unrecordedEntry(_:current:)``): it is shown again, not published. Returns the files
+  /// that must be hashed to tell, for ``settleUnrecordedFiles(_:_:)``. Called with the lock held.
+  ///
   /// The tree is walked once without keeping what it holds: only which shown paths it still
   /// has, as the keys `shown` holds already (a large library's tree is not copied at start).
-  private func noteOfflineChanges(_ tree: any LocalTree, except wentBack: Set<DocumentPath>) {
+  private func noteOfflineChanges(_ tree: any LocalTree, except wentBack: Set<DocumentPath>)
+    -> [UnrecordedFile]
+  {
     var present: Set<DocumentPath> = []
     present.reserveCapacity(shown.count)
+    var landed: [DocumentPath: ShownRecord?] = [:]
+    var toHash: [UnrecordedFile] = []
     tree.forEachEntry(under: .root) { path, entry in
       guard !path.isRoot else { return }
       let index = shown.index(forKey: path)
       if let index { present.insert(shown.keys[index]) }
       guard !wentBack.contains(path) else { return }
-      guard let index, case let record = shown.values[index],
-        let version = known[VersionID(digest(record.versionID))]
-      else {
-        if !ignore.isIgnored(path) && entry != .special { changeLog.note(.create(path)) }
+      let version = index.flatMap { known[VersionID(digest(shown.values[$0].versionID))] }
+      if let index, let version, !version.content.isDeletion {
+        let record = shown.values[index]
+        if case .file(_, let size, let mtime, let ctime, _) = entry,
+          size != record.size || mtime != record.modificationTime || ctime != record.changeTime
+        {
+          changeLog.note(.write(path))
+        }
         return
       }
-      if version.content.isDeletion {
+      // Shown as a deletion, or not shown at all.
+      guard version != nil || (!ignore.isIgnored(path) && entry != .special) else { return }
+      switch Self.unrecordedEntry(entry, current: state.entries[path]) {
+      case .landed(let current):
+        landed[path] = shownRecord(path, current, entry)
+      case .landedIfSameContent(let current):
+        if case .file(let inode, _, _, _, _) = entry {
+          toHash.append(UnrecordedFile(path: path, entry: entry, inode: inode, current: current))
+        }
+      case .localEdit:
         changeLog.note(.create(path))
-      } else if case .file(_, let size, let mtime, let ctime, _) = entry,
-        size != record.size || mtime != record.modificationTime || ctime != record.changeTime
-      {
-        changeLog.note(.write(path))
       }
     }
     for (path, record) in shown where !present.contains(path) {
-      if let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion {
+      guard let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion
+      else { continue }
+      // The current version is a deletion (or the path has none): a removal that landed.
+      if state.entries[path] == nil {
+        let winner = known.pathState(at: path)?.winner
+        landed.updateValue(winner.map { shownRecord(path, $0, nil) }, forKey: path)
+      } else {
         changeLog.note(.remove(path))
       }
     }
+    if !landed.isEmpty {
+      logger.info(
+        "\(landed.count) remote change(s) had landed without their record before the last run ended"
+      )
+      showAgain(landed)
+    }
     // Remote versions that arrived but were not yet written into the tree.
     deferred.formUnion(state.entries.keys)
+    return toHash
   }
 
   func digest(_ bytes: [UInt8]) -> Digest256 {

@@ -343,6 +343,116 @@ struct PostgresHubTests {
     #expect(try await fetchBlob(hub, hash) == content)
   }
 
+  /// Every blob put first sweeps the account's abandoned uploads (`sweep_uploads`), and an
+  /// upload row stays as long as its blob: read whole, the table was read once for each file
+  /// of a push. Schema step 8 indexes it by account and start, so the sweep reads only the
+  /// account's uploads older than a day, and still takes only those that no blob names.
+  @Test func theSweepBeforeEachPutReadsOnlyOldUploadsByIndex() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let device = PostgresTestCluster.uniqueName("x")
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
+      password: "x-pw")
+    let hub = try PostgresHub(location: url)
+    let kept = try await putBlob(hub, Array("a finished upload, a day old".utf8))
+    let logger = PostgresTestCluster.logger
+    try await PostgresTestCluster.withConnection(
+      user: device, password: "x-pw", database: database
+    ) { x in
+      // Recent uploads, as a library's finished ones are, and two abandoned a day ago.
+      try await x.query(
+        """
+        INSERT INTO docsync.uploads (id, hash)
+        SELECT gen_random_uuid(), '\\x00'::bytea FROM generate_series(1, 5000)
+        """, logger: logger)
+      try await x.query(
+        """
+        INSERT INTO docsync.uploads (id, hash, started)
+        SELECT gen_random_uuid(), '\\x01'::bytea, now() - interval '2 days'
+        FROM generate_series(1, 2)
+        """, logger: logger)
+    }
+    try await PostgresTestCluster.withAdminConnection(database: database) { admin in
+      try await admin.query(
+        """
+        UPDATE docsync.uploads SET started = now() - interval '2 days'
+        WHERE id = (SELECT upload FROM docsync.blobs WHERE hash = \(ByteBuffer(bytes: kept)))
+        """, logger: logger)
+      try await admin.query("ANALYZE docsync.uploads", logger: logger)
+    }
+    let (swept, sequential, indexed) = try await PostgresTestCluster.withConnection(
+      user: device, password: "x-pw", database: database
+    ) { x -> (Int, Int, Int) in
+      try await x.query("BEGIN", logger: logger)
+      var swept = -1
+      for try await count in try await x.query("SELECT docsync.sweep_uploads()", logger: logger)
+        .decode(Int.self)
+      {
+        swept = count
+      }
+      // This transaction's scans of the table, the sweep's among them.
+      var scans = (-1, -1)
+      for try await row in try await x.query(
+        """
+        SELECT seq_scan, idx_scan FROM pg_stat_xact_user_tables
+        WHERE relid = 'docsync.uploads'::regclass
+        """, logger: logger
+      ).decode((Int, Int).self) {
+        scans = row
+      }
+      try await x.query("COMMIT", logger: logger)
+      return (swept, scans.0, scans.1)
+    }
+    #expect(swept == 2, "the two abandoned uploads go; the finished one stays")
+    #expect(sequential == 0, "the sweep read the whole uploads table")
+    #expect(indexed >= 1)
+    #expect(try await fetchBlob(hub, kept) == Array("a finished upload, a day old".utf8))
+  }
+
+  /// The sweep runs at a hub's first put, then every few minutes, not before every blob: even
+  /// by index it reads each upload of the account older than a day.
+  @Test func aHubSweepsAbandonedUploadsAtItsFirstPutNotAtEach() async throws {
+    let database = try await PostgresTestCluster.createDatabase()
+    let device = PostgresTestCluster.uniqueName("x")
+    let url = try PostgresTestCluster.createAccount(
+      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
+      password: "x-pw")
+    let logger = PostgresTestCluster.logger
+    // Abandons an upload two days ago; returns how many abandoned uploads there are.
+    func abandonOne() async throws -> Int {
+      try await PostgresTestCluster.withConnection(
+        user: device, password: "x-pw", database: database
+      ) { x -> Int in
+        try await x.query(
+          """
+          INSERT INTO docsync.uploads (id, hash, started)
+          VALUES (gen_random_uuid(), '\\x01'::bytea, now() - interval '2 days')
+          """, logger: logger)
+        return try await abandoned(x)
+      }
+    }
+    func abandoned(_ x: PostgresConnection) async throws -> Int {
+      let rows = try await x.query(
+        "SELECT count(*)::int8 FROM docsync.uploads WHERE hash = '\\x01'::bytea", logger: logger)
+      for try await count in rows.decode(Int.self) { return count }
+      return -1
+    }
+    func abandonedNow() async throws -> Int {
+      try await PostgresTestCluster.withConnection(
+        user: device, password: "x-pw", database: database
+      ) { try await abandoned($0) }
+    }
+    let hub = try PostgresHub(location: url)
+    #expect(try await abandonOne() == 1)
+    _ = try await putBlob(hub, Array("first put".utf8))
+    #expect(try await abandonedNow() == 0, "the first put sweeps")
+    #expect(try await abandonOne() == 1)
+    _ = try await putBlob(hub, Array("second put".utf8))
+    #expect(try await abandonedNow() == 1, "the next put, a moment later, does not")
+    _ = try await putBlob(try PostgresHub(location: url), Array("another hub's first put".utf8))
+    #expect(try await abandonedNow() == 0)
+  }
+
   /// A role of another account cannot learn when an account writes: the account's channel is a
   /// secret of the account, and the account role's name (public in pg_roles) carries nothing.
   @Test func anotherAccountCannotListenToItsWrites() async throws {
@@ -538,7 +648,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 7\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 8\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

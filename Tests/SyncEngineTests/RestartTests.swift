@@ -96,6 +96,89 @@ struct RestartTests {
     await a.stop()
   }
 
+  /// A remote change that needs no content copy (a new folder, a symlink, a removal) lands
+  /// in the tree, and the tree's commit queue commits it, a moment before the engine records
+  /// what the path shows: a crash in between leaves the path as the current version has it
+  /// with no record of it (or with the record of what it showed before).
+  enum Unrecorded: CaseIterable {
+    case folder
+    case symlink
+    case removal
+    /// The same for a file, though a file's landing is covered by its intent.
+    case file
+  }
+
+  @Test(arguments: Unrecorded.allCases)
+  func aChangeThatLandedWithoutItsRecordIsNotALocalEdit(_ unrecorded: Unrecorded) async throws {
+    let library = Library()
+    let a = try library.device("a")
+    var b: Device? = try library.device("b")
+    _ = try a.fileSystem.makeDirectory(
+      parent: DocumentFileSystem.rootInode, name: Array("notes".utf8), mode: 0o755, caller: a.me)
+    try a.write("notes/doc.txt", "kept\n")
+    try a.write("gone.txt", "soon gone\n")
+    _ = try a.fileSystem.symlink(
+      target: Array("notes/doc.txt".utf8), parent: DocumentFileSystem.rootInode,
+      name: Array("link".utf8), caller: a.me)
+    try await a.sync()
+    try await b!.sync()
+    try a.fileSystem.unlink(
+      parent: DocumentFileSystem.rootInode, name: Array("gone.txt".utf8), caller: a.me)
+    try await a.sync()
+    try await b!.sync()
+    #expect(try b!.read("notes/doc.txt") == "kept\n")
+    #expect((try? b!.inode("gone.txt")) == nil)
+    let records = try await hubRecordCount(library)
+    await b!.stop()
+    b = nil
+
+    let store = try LocalStore(directory: library.folder + "/b")
+    var rows: [ShownRecord] = []
+    try store.loadShown { rows.append($0) }
+    func row(_ path: String) throws -> ShownRecord {
+      try #require(rows.first { $0.path == Array(path.utf8) }, "no shown row for \(path)")
+    }
+    switch unrecorded {
+    case .folder:
+      try store.applySync([.unshow(path: Array("notes".utf8))])
+    case .symlink:
+      try store.applySync([.unshow(path: Array("link".utf8))])
+    case .file:
+      try store.applySync([.unshow(path: Array("notes/doc.txt".utf8))])
+    case .removal:
+      // What the path showed before the removal landed: the file's version.
+      let shown = try row("gone.txt")
+      let deletion = try VersionRecord(
+        decoding: try #require(try store.storedPayload(shown.versionID)),
+        expectedID: VersionID(try #require(Digest256(bytes: shown.versionID))))
+      #expect(deletion.content.isDeletion)
+      let file = try #require(deletion.parents.first)
+      try store.applySync([
+        .show(
+          ShownRecord(
+            path: shown.path, versionID: file.bytes, size: 10, modificationTime: 1, changeTime: 1))
+      ])
+    }
+
+    let restarted = try library.device("b")
+    try await restarted.sync()
+    try await a.sync()
+    #expect(try await hubRecordCount(library) == records, "a version was published")
+    #expect(try restarted.read("notes/doc.txt") == "kept\n")
+    #expect((try? restarted.inode("gone.txt")) == nil)
+    #expect((try? restarted.versions("notes/doc.txt")) ?? [] == [])
+    await restarted.stop()
+    // The path's record is back: a second start has nothing to settle either.
+    var after: [ShownRecord] = []
+    try store.loadShown { after.append($0) }
+    #expect(
+      after.sorted { $0.path.lexicographicallyPrecedes($1.path) }.map(\.path)
+        == rows.sorted {
+          $0.path.lexicographicallyPrecedes($1.path)
+        }.map(\.path))
+    await a.stop()
+  }
+
   private func hubRecordCount(_ library: Library) async throws -> Int {
     let hub = try SQLiteHub(path: library.folder + "/hub.sqlite")
     return try await hub.records(after: HubCursor(serialized: ""), limit: 10_000).records.count
