@@ -19,6 +19,11 @@ enum Migrations {
     (8, "v0008_upload_sweep_uses_an_index", PackageResources.v0008_upload_sweep_uses_an_index_sql),
   ]
 
+  /// The last step a device needs to work correctly. Later steps only make a hub faster (step 8
+  /// adds an index), so a device whose role may not apply them keeps working on a hub an
+  /// administrator has not upgraded yet, rather than refusing to sync until someone does.
+  static let required = 7
+
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63
 
@@ -31,8 +36,14 @@ enum Migrations {
       try await apply(on: connection)
     } catch let error as PSQLError where found > 0 && error.serverInfo?[.sqlState] == "42501" {
       // A device role may not change a schema an administrator made, and must not.
+      if found >= required {
+        Connections.logger.notice(
+          "the hub's schema is at step \(found) of \(steps.last!.version): it works, and "
+            + "docsync hub init ADMIN-URL makes it faster")
+        return
+      }
       throw HubError.invalidLocation(
-        "the hub's schema is at step \(found) and this docsync needs step \(steps.last!.version): "
+        "the hub's schema is at step \(found) and this docsync needs step \(required): "
           + "an administrator upgrades it with docsync hub init ADMIN-URL")
     }
   }

@@ -1,10 +1,11 @@
 import DocumentModel
 import Foundation
 import Hub
-import PostgresHub
 import PostgresNIO
 import Synchronization
 import Testing
+
+@testable import PostgresHub
 
 @Suite("PostgresHub", .enabled(if: PostgresTestCluster.isEnabled))
 struct PostgresHubTests {
@@ -617,6 +618,35 @@ struct PostgresHubTests {
       location: url.replacingOccurrences(of: "?sslmode=disable", with: "?sslrootcert=\(ca)"))
     try await verified.append([makeRecord("verified")])
     #expect(try await allRecords(verified) == [makeRecord("verified")])
+  }
+
+  /// A hub an administrator has not upgraded past the last step devices need still syncs; one
+  /// below it is refused in one line that says what to do.
+  @Test func aDeviceWorksOnAHubMissingOnlyTheStepsThatSpeedItUp() async throws {
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    try await PostgresTestCluster.adminQuery(
+      "DROP INDEX docsync.uploads_account_started", database: database)
+    try await PostgresTestCluster.adminQuery(
+      "DELETE FROM docsync.migrations WHERE version > \(Migrations.required)", database: database)
+    let hub = try PostgresHub(location: url)
+    try await hub.append([makeRecord("works")])
+    #expect(try await allRecords(hub) == [makeRecord("works")])
+    let steps = try await PostgresTestCluster.withAdminConnection(database: database) {
+      connection in
+      try await Migrations.appliedVersion(connection)
+    }
+    #expect(steps == Migrations.required, "a device role changed the schema")
+
+    try await PostgresTestCluster.adminQuery(
+      "DELETE FROM docsync.migrations WHERE version = \(Migrations.required)", database: database)
+    let older = try PostgresHub(location: url)
+    let error = await #expect(throws: HubError.self) { try await older.append([makeRecord("no")]) }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(
+      reason.contains("docsync hub init ADMIN-URL") && !reason.contains("\n"), "\(reason)")
   }
 
   /// `docsync hub`: the administrator's commands, as README shows them.
