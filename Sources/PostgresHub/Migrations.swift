@@ -38,8 +38,10 @@ enum Migrations {
       // A device role may not change a schema an administrator made, and must not.
       if found >= required {
         Connections.logger.notice(
-          "the hub's schema is at step \(found) of \(steps.last!.version): it works, and "
-            + "docsync hub init ADMIN-URL makes it faster")
+          """
+          the hub's schema is at step \(found) of \(steps.last!.version): it works, and \
+          docsync hub init ADMIN-URL makes it faster
+          """)
         return
       }
       throw HubError.invalidLocation(
