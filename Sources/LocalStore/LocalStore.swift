@@ -20,6 +20,8 @@ public final class LocalStore: @unchecked Sendable {
   /// Flushes `journal` beside a working file's fsync; nil when the journal could not be opened.
   private let journalSync: JournalSync?
   let commits = CommitQueue()
+  /// Empty working files made ahead of the creates that take them.
+  private let workingFilePool: WorkingFilePool
 
   /// Opens (creating when missing) the state in `directory`.
   public init(directory: String) throws(LocalStoreError) {
@@ -40,6 +42,7 @@ public final class LocalStore: @unchecked Sendable {
     let fd = open(filesPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .unusable(filesPath, String(cString: strerror(errno))) }
     workingFiles = fd
+    workingFilePool = WorkingFilePool(workingFiles: fd)
 
     var configuration = Configuration()
     // Another connection (`sqlite3` looking in, a second opener during a test) may hold the
@@ -79,9 +82,22 @@ public final class LocalStore: @unchecked Sendable {
   deinit {
     _ = try? database.write { _ in }
     commits.stop()
+    workingFilePool.stop()
     journalSync?.stop()
     close(workingFiles)
     if journal >= 0 { close(journal) }
+  }
+
+  /// Starts making empty working files ahead of the inodes numbered from `inode` on, for
+  /// ``takePreparedWorkingFile(_:)``.
+  public func prepareWorkingFiles(from inode: UInt64) {
+    workingFilePool.start(from: inode)
+  }
+
+  /// The open, empty working file of a new inode, made ahead of time, or nil when none is
+  /// ready (the caller creates it). Numbers below `inode` are not asked for again.
+  public func takePreparedWorkingFile(_ inode: UInt64) -> Int32? {
+    workingFilePool.take(inode)
   }
 
   /// The working file of an inode, relative to `workingFiles`.
