@@ -19,6 +19,8 @@ public final class LocalStore: @unchecked Sendable {
   private let journal: Int32
   /// Flushes `journal` beside a working file's fsync; nil when the journal could not be opened.
   private let journalSync: JournalSync?
+  /// Lets a working file's fsync flush the journal too, where that is safe; nil elsewhere.
+  let sharedFlush: SharedFlush?
   let commits = CommitQueue()
   /// Empty working files made ahead of the creates that take them.
   private let workingFilePool: WorkingFilePool
@@ -72,6 +74,7 @@ public final class LocalStore: @unchecked Sendable {
     }
     journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
     journalSync = journal >= 0 ? JournalSync(descriptor: journal) : nil
+    sharedFlush = SharedFlush.make(journal: journal, workingFiles: fd)
     commits.startCommitting { [weak self] in
       guard let self else { return false }
       _ = try? self.database.write { _ in }
@@ -349,7 +352,8 @@ public final class LocalStore: @unchecked Sendable {
   public func syncJournal() {
     _ = try? flush()
     if journal >= 0 {
-      _ = fdatasync(journal)
+      let measured = sharedFlush?.measure()
+      if fdatasync(journal) == 0, let measured { sharedFlush?.noteSynced(measured) }
     } else {
       _ = try? database.writeWithoutTransaction { db in
         try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
@@ -357,9 +361,11 @@ public final class LocalStore: @unchecked Sendable {
     }
   }
 
-  /// Commits every queued change, then runs `work` (a working file's fsync) while the journal
-  /// is flushed on another thread, and returns once both are done: what ``syncJournal()``
-  /// promises, at the cost of one disk flush rather than two in a row.
+  /// Commits every queued change, then runs `work` (a working file's fsync or fdatasync) while
+  /// the journal is flushed on another thread, and returns once both are done: what
+  /// ``syncJournal()`` promises. Where the journal's new pages overwrite blocks it has (see
+  /// ``SharedFlush``), they are written first and `work`'s own flush of the disk carries them:
+  /// one flush, not two.
   public func syncJournal<T>(alongside work: () -> T) throws(LocalStoreError) -> T {
     // The working files this commit lets go are unlinked by the queue's thread: an unlink
     // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
@@ -368,19 +374,25 @@ public final class LocalStore: @unchecked Sendable {
     } catch {
       throw .failed("\(error)")
     }
+    if let sharedFlush, sharedFlush.writeJournalForNextFlush() {
+      return work()
+    }
     guard let journalSync else {
       let result = work()
       syncJournal()
       return result
     }
+    let measured = sharedFlush?.measure()
     let ticket = journalSync.request()
     let result = work()
-    journalSync.wait(ticket)
+    if journalSync.wait(ticket), let measured { sharedFlush?.noteSynced(measured) }
     return result
   }
 
   /// Folds the journal into the database, as at a clean unmount.
   public func checkpoint() {
+    sharedFlush?.journalWillShrink()
+    defer { sharedFlush?.journalShrank() }
     _ = try? database.writeWithoutTransaction { db in
       try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
     }
