@@ -186,7 +186,7 @@ extension DocumentFileSystem {
     let fd = descriptor(handle: handle)
     let failure: Int32
     do {
-      failure = try store.syncJournal { () -> Int32 in
+      failure = try store.syncJournal(file: fd) { () -> Int32 in
         (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno
       }
     } catch {

@@ -366,7 +366,12 @@ public final class LocalStore: @unchecked Sendable {
   /// ``syncJournal()`` promises. Where the journal's new pages overwrite blocks it has (see
   /// ``SharedFlush``), they are written first and `work`'s own flush of the disk carries them:
   /// one flush, not two.
-  public func syncJournal<T>(alongside work: () -> T) throws(LocalStoreError) -> T {
+  ///
+  /// `file`, the working file that `work` flushes, starts on its way to the disk first.
+  public func syncJournal<T>(file: Int32? = nil, alongside work: () -> T) throws(LocalStoreError)
+    -> T
+  {
+    if let file, sharedFlush != nil { SharedFlush.startWriteback(file) }
     // The working files this commit lets go are unlinked by the queue's thread: an unlink
     // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
     do {

@@ -100,6 +100,13 @@ final class SharedFlush: @unchecked Sendable {
     return syncFileRange(journal, 0, 0, waitBefore | write | waitAfter) == 0
   }
 
+  /// Starts writing a file's dirty pages to the disk without waiting: called on an fsync's
+  /// working file before the commit, so that its data is on its way while the journal's pages
+  /// are written, and the fsync itself waits only for what remains.
+  static func startWriteback(_ fd: Int32) {
+    _ = syncFileRange?(fd, 0, 0, 2)
+  }
+
   private func locked<T>(_ body: () -> T) -> T {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
