@@ -16,8 +16,18 @@ extension DocumentFileSystem {
     O_RDWR | O_CLOEXEC | (flags & (O_APPEND | O_TRUNC | O_SYNC | O_DSYNC))
   }
 
-  /// Creates the working file of a new inode and opens it.
+  /// Creates the working file of a new inode and opens it: one made ahead of time when it is
+  /// ready (see ``LocalStore/prepareWorkingFiles(from:)``), which spares the create the disk's
+  /// inode allocation.
   func createWorkingFile(_ inode: UInt64, flags: Int32) throws(Errno) -> Int32? {
+    // O_SYNC and O_DSYNC cannot be added to an open descriptor (F_SETFL ignores them).
+    if flags & O_SYNC == 0, let fd = store.takePreparedWorkingFile(inode) {
+      // Made a moment ago: its times become the create's, as the kernel stamps a new file.
+      if (flags & O_APPEND == 0 || fcntl(fd, F_SETFL, O_APPEND) == 0) && futimens(fd, nil) == 0 {
+        return fd
+      }
+      close(fd)
+    }
     let fd = openat(
       store.workingFiles, workingFileName(inode),
       Self.workingFileFlags(flags) | O_CREAT | O_TRUNC, 0o600)
@@ -176,7 +186,7 @@ extension DocumentFileSystem {
     let fd = descriptor(handle: handle)
     let failure: Int32
     do {
-      failure = try store.syncJournal { () -> Int32 in
+      failure = try store.syncJournal(file: fd) { () -> Int32 in
         (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno
       }
     } catch {

@@ -189,6 +189,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if !dangling.isEmpty { try persist(dangling) }
     removeStrayWorkingFiles()
     store.removeIncomingLeftovers()
+    store.prepareWorkingFiles(from: nextInode)
   }
 
   // MARK: - Helpers shared by the operation files

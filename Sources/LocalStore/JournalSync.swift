@@ -17,6 +17,8 @@ final class JournalSync: @unchecked Sendable {
   private var started: UInt64 = 0
   /// The last ticket whose flush has finished.
   private var completed: UInt64 = 0
+  /// The last ticket whose flush failed.
+  private var failed: UInt64 = 0
   private var stopped = false
 
   /// `descriptor` is the open journal, which this type does not close.
@@ -52,14 +54,17 @@ final class JournalSync: @unchecked Sendable {
     return requested
   }
 
-  /// Returns once the flush that `ticket` asked for has finished.
-  func wait(_ ticket: UInt64) {
+  /// Returns once the flush that `ticket` asked for has finished: whether it succeeded.
+  @discardableResult
+  func wait(_ ticket: UInt64) -> Bool {
     pthread_mutex_lock(mutex)
     while completed < ticket && !stopped { pthread_cond_wait(condition, mutex) }
     let done = completed >= ticket
+    let succeeded = failed < ticket
     pthread_mutex_unlock(mutex)
     // After stop the thread is gone: the caller flushes for itself.
-    if !done { _ = fdatasync(descriptor) }
+    if !done { return fdatasync(descriptor) == 0 }
+    return succeeded
   }
 
   /// Ends the thread once it has finished the flush it is in, if any.
@@ -81,8 +86,9 @@ final class JournalSync: @unchecked Sendable {
       let target = requested
       started = target
       pthread_mutex_unlock(mutex)
-      _ = fdatasync(descriptor)
+      let status = fdatasync(descriptor)
       pthread_mutex_lock(mutex)
+      if status != 0 { failed = target }
       completed = target
       pthread_cond_broadcast(condition)
     }

@@ -40,6 +40,9 @@ extension LocalStore {
   /// VACUUM here would hold the database, and with it the file system's requests that record
   /// something, for as long as it copies the whole file.
   public func reclaimSpace() throws(LocalStoreError) {
+    // The journal is truncated: its next pages are new blocks, flushed by its own fdatasync.
+    sharedFlush?.journalWillShrink()
+    defer { sharedFlush?.journalShrank() }
     do {
       try database.writeWithoutTransaction { db in
         let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0
@@ -57,6 +60,9 @@ extension LocalStore {
   /// VACUUM that takes; true when it did. Called when nobody waits on the database: as a mount
   /// stops, after its file system has been unmounted.
   public func convertToIncrementalVacuum() throws(LocalStoreError) -> Bool {
+    // The journal is truncated: its next pages are new blocks, flushed by its own fdatasync.
+    sharedFlush?.journalWillShrink()
+    defer { sharedFlush?.journalShrank() }
     do {
       return try database.writeWithoutTransaction { db in
         let mode = try Int.fetchOne(db, sql: "PRAGMA auto_vacuum") ?? 0

@@ -19,7 +19,11 @@ public final class LocalStore: @unchecked Sendable {
   private let journal: Int32
   /// Flushes `journal` beside a working file's fsync; nil when the journal could not be opened.
   private let journalSync: JournalSync?
+  /// Lets a working file's fsync flush the journal too, where that is safe; nil elsewhere.
+  let sharedFlush: SharedFlush?
   let commits = CommitQueue()
+  /// Empty working files made ahead of the creates that take them.
+  private let workingFilePool: WorkingFilePool
 
   /// Opens (creating when missing) the state in `directory`.
   public init(directory: String) throws(LocalStoreError) {
@@ -40,6 +44,7 @@ public final class LocalStore: @unchecked Sendable {
     let fd = open(filesPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { throw .unusable(filesPath, String(cString: strerror(errno))) }
     workingFiles = fd
+    workingFilePool = WorkingFilePool(workingFiles: fd)
 
     var configuration = Configuration()
     // Another connection (`sqlite3` looking in, a second opener during a test) may hold the
@@ -69,6 +74,7 @@ public final class LocalStore: @unchecked Sendable {
     }
     journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
     journalSync = journal >= 0 ? JournalSync(descriptor: journal) : nil
+    sharedFlush = SharedFlush.make(journal: journal, workingFiles: fd)
     commits.startCommitting { [weak self] in
       guard let self else { return false }
       _ = try? self.database.write { _ in }
@@ -79,9 +85,22 @@ public final class LocalStore: @unchecked Sendable {
   deinit {
     _ = try? database.write { _ in }
     commits.stop()
+    workingFilePool.stop()
     journalSync?.stop()
     close(workingFiles)
     if journal >= 0 { close(journal) }
+  }
+
+  /// Starts making empty working files ahead of the inodes numbered from `inode` on, for
+  /// ``takePreparedWorkingFile(_:)``.
+  public func prepareWorkingFiles(from inode: UInt64) {
+    workingFilePool.start(from: inode)
+  }
+
+  /// The open, empty working file of a new inode, made ahead of time, or nil when none is
+  /// ready (the caller creates it). Numbers below `inode` are not asked for again.
+  public func takePreparedWorkingFile(_ inode: UInt64) -> Int32? {
+    workingFilePool.take(inode)
   }
 
   /// The working file of an inode, relative to `workingFiles`.
@@ -333,7 +352,8 @@ public final class LocalStore: @unchecked Sendable {
   public func syncJournal() {
     _ = try? flush()
     if journal >= 0 {
-      _ = fdatasync(journal)
+      let measured = sharedFlush?.measure()
+      if fdatasync(journal) == 0, let measured { sharedFlush?.noteSynced(measured) }
     } else {
       _ = try? database.writeWithoutTransaction { db in
         try db.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)")
@@ -341,10 +361,17 @@ public final class LocalStore: @unchecked Sendable {
     }
   }
 
-  /// Commits every queued change, then runs `work` (a working file's fsync) while the journal
-  /// is flushed on another thread, and returns once both are done: what ``syncJournal()``
-  /// promises, at the cost of one disk flush rather than two in a row.
-  public func syncJournal<T>(alongside work: () -> T) throws(LocalStoreError) -> T {
+  /// Commits every queued change, then runs `work` (a working file's fsync or fdatasync) while
+  /// the journal is flushed on another thread, and returns once both are done: what
+  /// ``syncJournal()`` promises. Where the journal's new pages overwrite blocks it has (see
+  /// ``SharedFlush``), they are written first and `work`'s own flush of the disk carries them:
+  /// one flush, not two.
+  ///
+  /// `file`, the working file that `work` flushes, starts on its way to the disk first.
+  public func syncJournal<T>(file: Int32? = nil, alongside work: () -> T) throws(LocalStoreError)
+    -> T
+  {
+    if let file, sharedFlush != nil { SharedFlush.startWriteback(file) }
     // The working files this commit lets go are unlinked by the queue's thread: an unlink
     // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
     do {
@@ -352,19 +379,25 @@ public final class LocalStore: @unchecked Sendable {
     } catch {
       throw .failed("\(error)")
     }
+    if let sharedFlush, sharedFlush.writeJournalForNextFlush() {
+      return work()
+    }
     guard let journalSync else {
       let result = work()
       syncJournal()
       return result
     }
+    let measured = sharedFlush?.measure()
     let ticket = journalSync.request()
     let result = work()
-    journalSync.wait(ticket)
+    if journalSync.wait(ticket), let measured { sharedFlush?.noteSynced(measured) }
     return result
   }
 
   /// Folds the journal into the database, as at a clean unmount.
   public func checkpoint() {
+    sharedFlush?.journalWillShrink()
+    defer { sharedFlush?.journalShrank() }
     _ = try? database.writeWithoutTransaction { db in
       try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
     }

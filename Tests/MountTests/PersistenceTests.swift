@@ -98,6 +98,63 @@ struct PersistenceTests {
     }
   }
 
+  /// Atomic saves (issue 17) take working files made ahead of time and let a save's fsync
+  /// carry the state database's journal: kill -9 the daemon during saves, and after each
+  /// remount the last save whose fsync returned must be there, as the document or (its rename
+  /// was not yet committed) as the temporary file, and every name must be readable.
+  @Test(.needs("python3"))
+  func killsDuringAtomicSavesKeepTheLastFsyncedSave() throws {
+    try MountFixture.withMount(programs: ["python3"]) { m throws in
+      try FileManager.default.createDirectory(
+        atPath: m.path("saves"), withIntermediateDirectories: true)
+      for round in 0..<5 {
+        let worker = try BackgroundProcess(
+          ["python3", "-c", atomicSaves, m.path("saves"), String(round)])
+        try worker.waitForOutput("started")
+        usleep(UInt32.random(in: 100_000...700_000))
+        try m.crash()
+        for _ in 0..<500 where kill(worker.pid, 0) == 0 && !worker.output.contains("stopped") {
+          usleep(10_000)
+        }
+        let saved = worker.output.split(separator: "\n").filter { $0.hasPrefix("fsynced ") }
+        let last = try #require(saved.last, "round \(round) fsynced nothing").dropFirst(8)
+        try m.mount()
+        let walk = try run(["python3", "-c", walkScript, m.path("saves")])
+        #expect(walk.status == 0, "round \(round): \(walk.stdout) \(walk.stderr)")
+        let document = try? String(contentsOfFile: m.path("saves/document.txt"), encoding: .utf8)
+        let temporary = try? String(
+          contentsOfFile: m.path("saves/.document.txt.tmp"), encoding: .utf8)
+        // The save after the last one reported may have finished its fsync and rename too.
+        let next = "\(round) \(Int(last)! + 1)\n"
+        let lastContent = "\(round) \(last)\n"
+        #expect(
+          document == lastContent || document == next || temporary == lastContent,
+          "round \(round): save \(last) was fsynced; document \(document ?? "missing"), temp \(temporary ?? "missing")"
+        )
+      }
+    }
+  }
+
+  private let atomicSaves = """
+    import os, sys
+    folder, r = sys.argv[1], sys.argv[2]
+    document = os.path.join(folder, "document.txt")
+    temporary = os.path.join(folder, ".document.txt.tmp")
+    print("started", flush=True)
+    i = 0
+    try:
+        while True:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.write(fd, b"%s %d\\n" % (r.encode(), i))
+            os.fsync(fd)
+            os.close(fd)
+            print("fsynced", i, flush=True)
+            os.rename(temporary, document)
+            i += 1
+    except OSError as error:
+        print("stopped", i, error, flush=True)
+    """
+
   private let metadataStorm = """
     import os, sys
     root, r = sys.argv[1], sys.argv[2]
