@@ -36,6 +36,15 @@ struct BlobStore: Sendable {
 
   func contains(_ hash: ContentHash) -> Bool { access(path(hash), F_OK) == 0 }
 
+  /// Whether the open file `fd` is the blob file of `hash` (not a working file that holds the
+  /// same content).
+  func isBlobFile(_ fd: Int32, _ hash: ContentHash) -> Bool {
+    var open = stat()
+    var named = stat()
+    return fstat(fd, &open) == 0 && stat(path(hash), &named) == 0
+      && open.st_dev == named.st_dev && open.st_ino == named.st_ino
+  }
+
   /// A new temporary file in the blob folder, for a blob on its way in.
   func temporaryFile() -> (path: String, descriptor: Int32)? {
     var template = Array((folder + "/tmp/incoming-XXXXXX").utf8CString)
