@@ -1,4 +1,5 @@
 import Crypto
+import Dispatch
 import DocumentModel
 import Glibc
 import Hub
@@ -172,6 +173,33 @@ struct BlobStore: Sendable {
     checked.forget(hash)
     unlink(path(hash))
   }
+
+  /// Lets go of blobs that the hub has and working files hold. Each is renamed out of its place
+  /// at once, so that the same content saved again is a new blob, never one on its way out,
+  /// and unlinked later on a queue of its own: unlinks on the engine loop were a seventh of a
+  /// 10,000-file push's CPU, and one cost about four renames here (178 µs and 46 µs a 4 KiB
+  /// file). A crash leaves the renamed files in `tmp/`, which the next start empties.
+  func release(_ hashes: [ContentHash]) {
+    var leaving: [String] = []
+    for hash in hashes {
+      checked.forget(hash)
+      let name = folder + "/tmp/released-" + hash.hex
+      if rename(path(hash), name) == 0 { leaving.append(name) }
+    }
+    guard !leaving.isEmpty else { return }
+    Self.remover.async { [leaving] in
+      for name in leaving { unlink(name) }
+    }
+  }
+
+  /// Waits until the blobs released so far are unlinked: a sync returns with the space given
+  /// back.
+  func finishReleases() {
+    Self.remover.sync {}
+  }
+
+  /// Where released blobs are unlinked, one batch after another.
+  private static let remover = DispatchQueue(label: "docsync.blobs.release", qos: .utility)
 }
 
 /// Everything an open file holds from where it is to its end; nil when a read fails.

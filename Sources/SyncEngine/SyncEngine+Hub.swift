@@ -59,6 +59,7 @@ extension SyncEngine {
         }
         backoff = 250
         if clean && forced {
+          blobs.finishReleases()
           tree?.flushKernelCaches()
           withLock { syncCompleted = max(syncCompleted, target) }
         }
@@ -205,7 +206,7 @@ extension SyncEngine {
         return blobsHeldByWorkingFiles(ready)
       }
       // The hub has them now, and the working files hold them: kept once here.
-      for hash in released { blobs.remove(hash) }
+      blobs.release(released)
       logger.info("pushed \(ready.count) version(s)")
       logger.debug(
         "pushed versions of \(Set(ready.map(\.path.description)).sorted().joined(separator: ", "))")
