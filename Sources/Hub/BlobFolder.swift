@@ -105,14 +105,10 @@ struct BlobFolder: Sendable {
   }
 
   /// Renames the file at `path` into the folder as the blob `hash`; false when it cannot be
-  /// renamed (gone meanwhile, another file system), the file then where it was. The caller
-  /// makes the name durable (``syncNames()``).
-  func adopt(_ path: String, as hash: [UInt8]) throws(HubError) -> Bool {
-    if renameat(AT_FDCWD, path, descriptor, hexString(hash)) != 0 {
-      if errno == ENOENT || errno == EXDEV { return false }
-      throw .failed("cannot move \(path) into \(self.path): \(BlobFile.errorText())")
-    }
-    return true
+  /// renamed (gone meanwhile, another file system, no permission), the file then where it was
+  /// and the caller's to copy. The caller makes the name durable (``syncNames()``).
+  func adopt(_ path: String, as hash: [UInt8]) -> Bool {
+    renameat(AT_FDCWD, path, descriptor, hexString(hash)) == 0
   }
 
   /// Makes the folder's names durable.

@@ -89,7 +89,7 @@ extension SQLiteHub {
     let started = Date().timeIntervalSince1970
     return try await write { db -> Bool in
       if try Self.storedBlobLocked(hash, db) != nil { return true }
-      guard try folder.adopt(path, as: hash) else { return false }
+      guard folder.adopt(path, as: hash) else { return false }
       var found = size
       if folder.inode(of: hash) != inode {
         // Something put another file at `path` after the caller opened it: not the file the
