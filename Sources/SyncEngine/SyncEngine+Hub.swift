@@ -284,10 +284,12 @@ extension SyncEngine {
     // A hand-over that a crash cut short may have left the content in the hub, unrecorded:
     // then it is nowhere else when the working file changed since.
     do {
-      return try await hub.recoverBlob(hash: hash.bytes)
+      guard try await hub.recoverBlob(hash: hash.bytes) else { return false }
     } catch {
       throw .hub(error.description)
     }
+    logger.info("the hub has blob \(hash.hex), which this device no longer holds")
+    return true
   }
 
   /// Makes a missing or damaged blob again from a working file that still holds that content
