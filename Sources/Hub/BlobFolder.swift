@@ -97,6 +97,45 @@ struct BlobFolder: Sendable {
     }
   }
 
+  /// Whether a file whose status is `info` lives on the folder's file system, where a rename
+  /// can move it in.
+  func shares(fileSystemWith info: stat) -> Bool {
+    var own = stat()
+    return fstat(descriptor, &own) == 0 && own.st_dev == info.st_dev
+  }
+
+  /// Renames the file at `path` into the folder as the blob `hash`; false when it cannot be
+  /// renamed (gone meanwhile, another file system, no permission), the file then where it was
+  /// and the caller's to copy. The caller makes the name durable (``syncNames()``).
+  func adopt(_ path: String, as hash: [UInt8]) -> Bool {
+    renameat(AT_FDCWD, path, descriptor, hexString(hash)) == 0
+  }
+
+  /// Makes the folder's names durable.
+  func syncNames() throws(HubError) {
+    if fsync(descriptor) != 0 {
+      throw .failed("cannot write the folder \(path) to disk: \(BlobFile.errorText())")
+    }
+  }
+
+  /// Gives the blob's file back to `path`, where ``adopt(_:as:)`` took it from.
+  func giveBack(_ hash: [UInt8], to path: String) {
+    _ = renameat(descriptor, hexString(hash), AT_FDCWD, path)
+  }
+
+  /// The inode number of the blob's file, nil when there is none.
+  func inode(of hash: [UInt8]) -> UInt? {
+    var info = stat()
+    guard fstatat(descriptor, hexString(hash), &info, 0) == 0 else { return nil }
+    return info.st_ino
+  }
+
+  /// Sets the blob's file's modification time to now: a file no row names is swept only once
+  /// it is a day old, and a file taken over may be older than that (see ``leftovers(olderThan:blobs:)``).
+  func touch(_ hash: [UInt8]) {
+    _ = utimensat(descriptor, hexString(hash), nil, 0)
+  }
+
   func discard(_ name: String) {
     _ = unlinkat(descriptor, name, 0)
   }
@@ -132,6 +171,14 @@ struct BlobFolder: Sendable {
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
     try Self.copy(from: fd, to: destination, at: &offset, hasher: &hasher)
+    return (offset, Array(hasher!.finalize()))
+  }
+
+  /// How many bytes the open file `fd` holds and their SHA-256, read from offset 0.
+  static func digest(of fd: Int32) throws(HubError) -> (size: Int64, digest: [UInt8]) {
+    var hasher: SHA256? = SHA256()
+    var offset: Int64 = 0
+    try copy(from: fd, to: nil, at: &offset, hasher: &hasher)
     return (offset, Array(hasher!.finalize()))
   }
 

@@ -29,6 +29,23 @@ public protocol Hub: Sendable {
   /// hub may store them without hashing them again. Fetches still check every byte.
   func putBlob(hash: [UInt8], from fileDescriptor: Int32, checked: Bool) async throws(HubError)
 
+  /// Stores the blob `hash` by taking over the file at `path` (renamed into the hub, not
+  /// copied), unless the hub already has it; true when the hub has the blob now. False when
+  /// this hub cannot take the file (another file system, a hub over the network, content it
+  /// keeps elsewhere): the file is then where it was, and the caller puts it with
+  /// ``putBlob(hash:from:checked:)``. `descriptor` is the file open for reading; `checked` says,
+  /// as for `putBlob`, that the caller hashed that very file as it wrote it, unchanged since,
+  /// else the hub hashes it first. The caller gives the file up: nothing may use, write or
+  /// rename it any more. The default takes nothing.
+  func adoptBlob(hash: [UInt8], file path: String, descriptor: Int32, checked: Bool)
+    async throws(HubError) -> Bool
+
+  /// Finishes a hand-over (``adoptBlob(hash:file:descriptor:checked:)``) that a crash cut short
+  /// after the file reached the hub and before the hub recorded it: checks every byte of that
+  /// file and records it when whole; true when the hub has the blob now. The default is
+  /// ``hasBlob(hash:)``.
+  func recoverBlob(hash: [UInt8]) async throws(HubError) -> Bool
+
   /// Whether a complete blob with this hash is stored.
   func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool
 
@@ -105,6 +122,16 @@ extension Hub {
   }
 
   public var putsSmallBlobsTogether: Bool { false }
+
+  public func adoptBlob(hash: [UInt8], file path: String, descriptor: Int32, checked: Bool)
+    async throws(HubError) -> Bool
+  {
+    false
+  }
+
+  public func recoverBlob(hash: [UInt8]) async throws(HubError) -> Bool {
+    try await hasBlob(hash: hash)
+  }
 
   public func smallBlobs(hashes: [[UInt8]], sizeLimit: Int) async throws(HubError)
     -> [[UInt8]: [UInt8]]

@@ -61,6 +61,92 @@ extension SQLiteHub {
     throw .unreachable("blob \(hexString(hash)) was removed while it was put; try again")
   }
 
+  /// Takes over a large blob's file by renaming it into the blob folder, where a put would copy
+  /// it: a 1 GiB push wrote each byte three times (the working file, the device's copy, the
+  /// hub's) and now writes it twice. The rename, the folder's fsync and the row happen in one
+  /// transaction, holding the hub's write lock, so that no prune or sweep in another process
+  /// removes the file between its name and its row; a crash between the two leaves a file no
+  /// row names, which ``recoverBlob(hash:)`` records.
+  public func adoptBlob(hash: [UInt8], file path: String, descriptor: Int32, checked: Bool)
+    async throws(HubError) -> Bool
+  {
+    if try await hasBlob(hash: hash) { return true }
+    var info = stat()
+    guard fstat(descriptor, &info) == 0, Int64(info.st_size) > Self.fileThreshold,
+      blobFolder.shares(fileSystemWith: info)
+    else { return false }
+    let size = Int64(info.st_size)
+    if !checked {
+      let digest = try BlobFolder.digest(of: descriptor)
+      guard digest.size == size, digest.digest == hash else {
+        throw .integrity(
+          "the file's SHA-256 is \(hexString(digest.digest)), not the \(hexString(hash)) it was put under"
+        )
+      }
+    }
+    let folder = blobFolder
+    let inode = info.st_ino
+    let started = Date().timeIntervalSince1970
+    return try await write { db -> Bool in
+      if try Self.storedBlobLocked(hash, db) != nil { return true }
+      guard folder.adopt(path, as: hash) else { return false }
+      var found = size
+      if folder.inode(of: hash) != inode {
+        // Something put another file at `path` after the caller opened it: not the file the
+        // caller vouched for, so its bytes are checked here.
+        let digest: [UInt8]
+        (found, digest) = try folder.read(hash, to: nil)
+        guard digest == hash else {
+          folder.remove(hash)
+          throw HubError.integrity(
+            "the file taken over as blob \(hexString(hash)) has SHA-256 \(hexString(digest))")
+        }
+      }
+      do {
+        try folder.syncNames()
+        try Self.recordBlobFile(hash, size: found, started: started, db)
+        return true
+      } catch {
+        // The caller keeps its file when the hub does not record it.
+        folder.giveBack(hash, to: path)
+        throw error
+      }
+    }
+  }
+
+  /// Records a blob file that a hand-over cut short by a crash left in the blob folder without
+  /// its row (see ``adoptBlob(hash:file:descriptor:checked:)``), once every byte of it is
+  /// checked: the device that handed it over may hold the content nowhere else.
+  public func recoverBlob(hash: [UInt8]) async throws(HubError) -> Bool {
+    if try await hasBlob(hash: hash) { return true }
+    let folder = blobFolder
+    guard let size = folder.size(of: hash), size > Self.fileThreshold else { return false }
+    folder.touch(hash)
+    guard let (found, digest) = try? folder.read(hash, to: nil), found == size, digest == hash
+    else { return false }
+    let started = Date().timeIntervalSince1970
+    return try await write { db -> Bool in
+      if try Self.storedBlobLocked(hash, db) != nil { return true }
+      // A sweep may have removed it meanwhile, holding this lock.
+      guard folder.size(of: hash) == size else { return false }
+      try Self.recordBlobFile(hash, size: size, started: started, db)
+      return true
+    }
+  }
+
+  /// Records the blob file of `hash`, which no row names yet. Holding the write lock.
+  static func recordBlobFile(_ hash: [UInt8], size: Int64, started: TimeInterval, _ db: Database)
+    throws
+  {
+    try db.execute(
+      sql: "INSERT INTO uploads (hash, started) VALUES (?, ?)", arguments: [Data(hash), started])
+    try db.execute(
+      sql: "INSERT INTO blobs (hash, size, upload, file) VALUES (?, ?, ?, 1)",
+      arguments: [Data(hash), size, db.lastInsertedRowID])
+    // Its bytes are checked against the key: whatever wanted it has it.
+    try db.execute(sql: "DELETE FROM wanted WHERE hash = ?", arguments: [Data(hash)])
+  }
+
   /// Writes the blob in chunks into the hub file, each chunk in its own transaction.
   func putChunks(hash: [UInt8], from fileDescriptor: Int32, checked: Bool)
     async throws(HubError)

@@ -1,4 +1,5 @@
 import Crypto
+import Dispatch
 import DocumentModel
 import Glibc
 import Hub
@@ -35,6 +36,15 @@ struct BlobStore: Sendable {
   func path(_ hash: ContentHash) -> String { store.blobPath(hex: hash.hex) }
 
   func contains(_ hash: ContentHash) -> Bool { access(path(hash), F_OK) == 0 }
+
+  /// Whether the open file `fd` is the blob file of `hash` (not a working file that holds the
+  /// same content).
+  func isBlobFile(_ fd: Int32, _ hash: ContentHash) -> Bool {
+    var open = stat()
+    var named = stat()
+    return fstat(fd, &open) == 0 && stat(path(hash), &named) == 0
+      && open.st_dev == named.st_dev && open.st_ino == named.st_ino
+  }
 
   /// A new temporary file in the blob folder, for a blob on its way in.
   func temporaryFile() -> (path: String, descriptor: Int32)? {
@@ -163,6 +173,33 @@ struct BlobStore: Sendable {
     checked.forget(hash)
     unlink(path(hash))
   }
+
+  /// Lets go of blobs that the hub has and working files hold. Each is renamed out of its place
+  /// at once, so that the same content saved again is a new blob, never one on its way out,
+  /// and unlinked later on a queue of its own: unlinks on the engine loop were a seventh of a
+  /// 10,000-file push's CPU, and one cost about four renames here (178 µs and 46 µs a 4 KiB
+  /// file). A crash leaves the renamed files in `tmp/`, which the next start empties.
+  func release(_ hashes: [ContentHash]) {
+    var leaving: [String] = []
+    for hash in hashes {
+      checked.forget(hash)
+      let name = folder + "/tmp/released-" + hash.hex
+      if rename(path(hash), name) == 0 { leaving.append(name) }
+    }
+    guard !leaving.isEmpty else { return }
+    Self.remover.async { [leaving] in
+      for name in leaving { unlink(name) }
+    }
+  }
+
+  /// Waits until the blobs released so far are unlinked: a sync returns with the space given
+  /// back.
+  func finishReleases() {
+    Self.remover.sync {}
+  }
+
+  /// Where released blobs are unlinked, one batch after another.
+  private static let remover = DispatchQueue(label: "docsync.blobs.release", qos: .utility)
 }
 
 /// Everything an open file holds from where it is to its end; nil when a read fails.

@@ -81,9 +81,11 @@ extension SyncEngine {
   /// version waiting to upload names (the working file may change before the upload), and
   /// those of conflict versions (they must read offline, and outlive the current file). Made
   /// once per batch: O(outbox + conflict versions). Called with the lock held.
-  func blobsThatMustStay() -> Set<ContentHash> {
+  func blobsThatMustStay(leaving sent: Set<VersionID> = []) -> Set<ContentHash> {
     var kept: Set<ContentHash> = []
-    for id in outbox { if let hash = known[id]?.content.blobHash { kept.insert(hash) } }
+    for id in outbox where !sent.contains(id) {
+      if let hash = known[id]?.content.blobHash { kept.insert(hash) }
+    }
     for versions in state.conflicts.values {
       for record in versions { if let hash = record.content.blobHash { kept.insert(hash) } }
     }
@@ -107,6 +109,26 @@ extension SyncEngine {
       verifiedBlobs[hash] = nil
     }
     return release
+  }
+
+  /// The blobs of `batch` that ``blobsHeldByWorkingFiles(_:)`` would drop as soon as the batch
+  /// reaches the hub, were it there now: their upload hands the blob's file to the hub instead
+  /// of copying it (``uploadBlob(_:handOver:)``). The hub then holds the version's content, as
+  /// it would after the drop; should the working file change before the records go up, the
+  /// content is the hub's, like any earlier version's. Called with the lock held.
+  func blobsToHandOver(_ batch: [VersionRecord]) -> Set<ContentHash> {
+    let kept = blobsThatMustStay(leaving: Set(batch.map(\.id)))
+    var handOver: Set<ContentHash> = []
+    var staying: Set<ContentHash> = []
+    for record in batch {
+      guard let hash = record.content.blobHash else { continue }
+      guard record.kind == .file, !Self.keepsBlob(record.path), !kept.contains(hash) else {
+        staying.insert(hash)
+        continue
+      }
+      if cleanWorkingFile(holding: hash, preferring: record.path) != nil { handOver.insert(hash) }
+    }
+    return handOver.subtracting(staying)
   }
 
   /// Whether the content of this path always keeps its blob: the pattern and attribute files

@@ -59,6 +59,7 @@ extension SyncEngine {
         }
         backoff = 250
         if clean && forced {
+          blobs.finishReleases()
           tree?.flushKernelCaches()
           withLock { syncCompleted = max(syncCompleted, target) }
         }
@@ -164,10 +165,11 @@ extension SyncEngine {
       }
       var ready: [VersionRecord] = []
       let putTogether = try await uploadSmallBlobs(of: batch)
+      let handOver = withLock { blobsToHandOver(batch) }
       for record in batch {
         if let hash = record.content.blobHash {
           var provided = putTogether.contains(hash)
-          if !provided { provided = try await uploadBlob(hash) }
+          if !provided { provided = try await uploadBlob(hash, handOver: handOver.contains(hash)) }
           guard provided else {
             withLock {
               logger.error(
@@ -204,7 +206,7 @@ extension SyncEngine {
         return blobsHeldByWorkingFiles(ready)
       }
       // The hub has them now, and the working files hold them: kept once here.
-      for hash in released { blobs.remove(hash) }
+      blobs.release(released)
       logger.info("pushed \(ready.count) version(s)")
       logger.debug(
         "pushed versions of \(Set(ready.map(\.path.description)).sorted().joined(separator: ", "))")
@@ -237,20 +239,35 @@ extension SyncEngine {
   }
 
   /// Puts a blob on the hub unless it is there; false when this device cannot provide it.
-  func uploadBlob(_ hash: ContentHash) async throws(SyncError) -> Bool {
+  /// With `handOver`, the blob's own file goes to the hub when the hub can take it
+  /// (``Hub/adoptBlob(hash:file:descriptor:checked:)``): the engine would drop it once the hub
+  /// has it (``blobsToHandOver(_:)``), so copying it only to unlink it wrote every byte once
+  /// more.
+  func uploadBlob(_ hash: ContentHash, handOver: Bool = false) async throws(SyncError) -> Bool {
     do {
       if try await hub.hasBlob(hash: hash.bytes) { return true }
     } catch {
       throw .hub(error.description)
     }
     for attempt in 0..<2 {
-      if attempt == 1 && !withLock({ restoreBlob(hash) }) { return false }
+      if attempt == 1 && !withLock({ restoreBlob(hash) }) { break }
       guard let fd = openContent(hash, anywhere: true) else { continue }
       defer { close(fd) }
       // A blob hashed as this run wrote it, unchanged since, is not hashed a second time: a
       // 1 GiB push spent a fifth of its CPU on SHA-256, half of it here.
       let checked = attempt == 0 && blobs.checked.holds(fd, hash)
       do {
+        if handOver && attempt == 0 && blobs.isBlobFile(fd, hash) {
+          if try await hub.adoptBlob(
+            hash: hash.bytes, file: blobs.path(hash), descriptor: fd, checked: checked)
+          {
+            // The file is the hub's now (or the hub had the blob, and it is dropped with the
+            // batch as usual): nothing here vouches for a local blob of this hash any more.
+            blobs.checked.forget(hash)
+            withLock { verifiedBlobs[hash] = nil }
+            return true
+          }
+        }
         try await hub.putBlob(hash: hash.bytes, from: fd, checked: checked)
         return true
       } catch .integrity(let reason) {
@@ -264,7 +281,15 @@ extension SyncEngine {
         throw .hub(error.description)
       }
     }
-    return false
+    // A hand-over that a crash cut short may have left the content in the hub, unrecorded:
+    // then it is nowhere else when the working file changed since.
+    do {
+      guard try await hub.recoverBlob(hash: hash.bytes) else { return false }
+    } catch {
+      throw .hub(error.description)
+    }
+    logger.info("the hub has blob \(hash.hex), which this device no longer holds")
+    return true
   }
 
   /// Makes a missing or damaged blob again from a working file that still holds that content

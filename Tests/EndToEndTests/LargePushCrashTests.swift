@@ -20,7 +20,20 @@ struct LargePushCrashTests {
       let b = try library.device("desktop")
       let source = "\(library.base)/large.bin"
       try writeLarge(source, mebibytes: 256)
+      // Paused, A records the save without pushing it; an edit in place then leaves the saved
+      // content in no clean working file, so its blob stays on A and goes to the hub as a
+      // copy (a blob A would drop after the upload goes by rename instead).
+      try a.pause()
       try check(["cp", source, a.path("large.bin")])
+      let hex = String(try check(["sha256sum", source]).stdout.prefix(64))
+      let blob = "\(a.state)/blobs/\(hex.prefix(2))/\(hex)"
+      let recorded = Date().addingTimeInterval(60)
+      while !FileManager.default.fileExists(atPath: blob) && Date() < recorded { usleep(2000) }
+      #expect(FileManager.default.fileExists(atPath: blob), "A did not record large.bin")
+      for target in [source, a.path("large.bin")] {
+        try check(["sh", "-c", "echo edited >> \"$1\"", "sh", target])
+      }
+      try a.resume()
 
       // The put has begun once its temporary file shows in the hub's blob folder.
       let blobs = library.hub + ".blobs"
@@ -42,6 +55,73 @@ struct LargePushCrashTests {
       try check(["cmp", source, a.path("large.bin")])
       try expectOnlyWholeBlobs(library)
       #expect(names(blobs).contains { !$0.hasPrefix(".") })
+    }
+  }
+
+  /// A save whose blob the device would drop once the hub has it goes to the hub by rename
+  /// (`Hub.adoptBlob`); other saves are copied. Killed at random moments of such pushes, round
+  /// after round, some rounds with an edit in place of the file saved just before (so that its
+  /// working file no longer holds the saved content): after every restart the hub names only
+  /// whole blobs, every record's content is on the hub, and every file reaches B whole.
+  @Test(
+    "kill -9 at random moments of large pushes: every saved version stays whole and fetchable",
+    .needs(), .docsyncOnly)
+  func killAtRandomMomentsOfPushesLosesNothing() throws {
+    try Library.with(hub: .sqlite) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      var expected: [String: String] = [:]
+      for round in 0..<6 {
+        let name = "large-\(round).bin"
+        let source = "\(library.base)/\(name)"
+        try writeLarge(source, mebibytes: 40, seed: round + 1)
+        try check(["cp", source, a.path(name)])
+        expected[name] = source
+        if round % 2 == 1 {
+          // The previous round's file, edited in place: the content it was saved with is the
+          // hub's alone, if its hand-over happened.
+          let previous = "large-\(round - 1).bin"
+          let edited = "\(library.base)/\(previous).edited"
+          try check(["cp", expected[previous]!, edited])
+          for target in [edited, a.path(previous)] {
+            try check([
+              "dd", "if=\(source)", "of=\(target)", "bs=65536", "count=3", "seek=5",
+              "conv=notrunc", "status=none",
+            ])
+          }
+          expected[previous] = edited
+        }
+        let delay = UInt32.random(in: 0...1_200_000)
+        print("round \(round): kill -9 after \(delay / 1000) ms")
+        usleep(delay)
+        try a.crash()
+        try expectOnlyWholeBlobs(library)
+        try a.mount()
+        try library.sync(a, b)
+        try expectOnlyWholeBlobs(library)
+        try expectEveryRecordsContent(library)
+        for (file, content) in expected.sorted(by: { $0.key < $1.key }) {
+          try check(["cmp", content, b.path(file)])
+        }
+      }
+      #expect(try a.status().pendingUploads == 0)
+      #expect(!a.log().contains("is held back"), "\(a.logTail())")
+    }
+  }
+
+  /// Every blob a record names is on the hub, and every blob file hashes to its name.
+  private func expectEveryRecordsContent(
+    _ library: Library, sourceLocation: SourceLocation = #_sourceLocation
+  ) throws {
+    let missing = try check([
+      "sqlite3", library.hub,
+      "SELECT count(*) FROM record_blobs WHERE hash NOT IN (SELECT hash FROM blobs)",
+    ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    #expect(missing == "0", "\(missing) blob(s) named by records are not on the hub")
+    let folder = library.hub + ".blobs"
+    for name in names(folder) where !name.hasPrefix(".") {
+      let sum = try check(["sha256sum", "\(folder)/\(name)"]).stdout.prefix(64)
+      #expect(sum == name, "the hub's file \(name) holds \(sum)", sourceLocation: sourceLocation)
     }
   }
 
@@ -77,8 +157,9 @@ struct LargePushCrashTests {
     (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
   }
 
-  /// Writes `mebibytes` MiB that do not repeat from one MiB to the next.
-  private func writeLarge(_ path: String, mebibytes: Int) throws {
+  /// Writes `mebibytes` MiB that do not repeat from one MiB to the next, nor from one `seed`
+  /// to another.
+  private func writeLarge(_ path: String, mebibytes: Int, seed: Int = 0) throws {
     guard FileManager.default.createFile(atPath: path, contents: nil),
       let handle = FileHandle(forWritingAtPath: path)
     else { throw TestFailure("cannot create \(path)") }
@@ -92,7 +173,9 @@ struct LargePushCrashTests {
       block[index] = UInt8(truncatingIfNeeded: state)
     }
     for mebibyte in 0..<mebibytes {
-      withUnsafeBytes(of: UInt64(mebibyte)) { block.replaceSubrange(0..<8, with: $0) }
+      withUnsafeBytes(of: UInt64(mebibyte) | UInt64(seed) << 32) {
+        block.replaceSubrange(0..<8, with: $0)
+      }
       try handle.write(contentsOf: block)
     }
   }

@@ -202,6 +202,93 @@ struct SQLiteHubBlobFileTests {
     try await hub.forget(records: [makeRecord("a").id])
     #expect(try await !hub.hasBlob(hash: hash))
   }
+  /// A file handed over is renamed into the blob folder (the same inode, gone from where it
+  /// was), recorded, and read back whole; checked or not.
+  @Test(arguments: [false, true])
+  func anAdoptedFileIsMovedAndRecorded(checked: Bool) async throws {
+    let folder = try ScratchFolder()
+    let hubPath = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: hubPath)
+    let bytes = pseudoRandomBytes(count: Self.large, seed: 11)
+    let hash = HubHash.sha256(bytes)
+    let (path, descriptor) = try Self.file(in: folder.path, bytes)
+    defer { close(descriptor) }
+    var before = stat()
+    #expect(fstat(descriptor, &before) == 0)
+    #expect(
+      try await hub.adoptBlob(hash: hash, file: path, descriptor: descriptor, checked: checked))
+    #expect(!FileManager.default.fileExists(atPath: path))
+    var after = stat()
+    #expect(stat(hubPath + ".blobs/" + hexString(hash), &after) == 0)
+    #expect(after.st_ino == before.st_ino)
+    #expect(try await hub.hasBlob(hash: hash))
+    #expect(try await fetchBlob(SQLiteHub(path: hubPath), hash) == bytes)
+    #expect(try blobFolderNames(hubPath) == [hexString(hash)])
+  }
+
+  /// An unchecked file whose bytes are not its name is refused and stays where it was; a small
+  /// one is not taken (it belongs in the hub file), nor one the hub already has.
+  @Test func whatTheHubDoesNotAdoptStaysWhereItWas() async throws {
+    let folder = try ScratchFolder()
+    let hubPath = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: hubPath)
+    let bytes = pseudoRandomBytes(count: Self.large, seed: 12)
+    var claimed = HubHash.sha256(bytes)
+    claimed[0] ^= 1
+    let (path, descriptor) = try Self.file(in: folder.path, bytes)
+    defer { close(descriptor) }
+    await #expect {
+      _ = try await hub.adoptBlob(hash: claimed, file: path, descriptor: descriptor, checked: false)
+    } throws: { isIntegrityError($0) }
+    #expect(FileManager.default.fileExists(atPath: path))
+    #expect(try blobFolderNames(hubPath).isEmpty)
+
+    let small = pseudoRandomBytes(count: 4000, seed: 13)
+    let (smallPath, smallDescriptor) = try Self.file(in: folder.path, small, name: "small")
+    defer { close(smallDescriptor) }
+    #expect(
+      try await !hub.adoptBlob(
+        hash: HubHash.sha256(small), file: smallPath, descriptor: smallDescriptor, checked: true))
+    #expect(FileManager.default.fileExists(atPath: smallPath))
+
+    let hash = try await putBlob(hub, bytes)
+    #expect(try await hub.adoptBlob(hash: hash, file: path, descriptor: descriptor, checked: true))
+    #expect(FileManager.default.fileExists(atPath: path))
+  }
+
+  /// A crash between the rename and the row leaves a file no row names: recovering checks it
+  /// and records it when whole, and refuses a damaged one.
+  @Test func aHandOverCutShortIsRecovered() async throws {
+    let folder = try ScratchFolder()
+    let hubPath = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: hubPath)
+    let bytes = pseudoRandomBytes(count: Self.large, seed: 14)
+    let hash = HubHash.sha256(bytes)
+    let (_, descriptor) = try Self.file(in: hubPath + ".blobs", bytes, name: hexString(hash))
+    close(descriptor)
+    #expect(try await !hub.hasBlob(hash: hash))
+    #expect(try await hub.recoverBlob(hash: hash))
+    #expect(try await fetchBlob(hub, hash) == bytes)
+
+    var damaged = pseudoRandomBytes(count: Self.large, seed: 15)
+    let damagedHash = HubHash.sha256(damaged)
+    damaged[7] ^= 1
+    let (_, other) = try Self.file(in: hubPath + ".blobs", damaged, name: hexString(damagedHash))
+    close(other)
+    #expect(try await !hub.recoverBlob(hash: damagedHash))
+    #expect(try await !hub.hasBlob(hash: damagedHash))
+  }
+
+  /// A file with `bytes` in `folder`, open for reading, and its path.
+  private static func file(in folder: String, _ bytes: [UInt8], name: String = "blob") throws
+    -> (String, Int32)
+  {
+    let path = folder + "/" + name
+    #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+    let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+    return (path, descriptor)
+  }
 }
 
 func fileSize(_ path: String) throws -> Int {
