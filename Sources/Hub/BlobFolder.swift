@@ -170,7 +170,16 @@ struct BlobFolder: Sendable {
     _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
-    try Self.copy(from: fd, to: destination, at: &offset, hasher: &hasher)
+    var step = Self.step
+    var info = stat()
+    if let destination, fstat(fd, &info) == 0,
+      BlobFile.writeAround(destination, size: Int64(info.st_size))
+    {
+      step = BlobFile.writeAroundStep
+    }
+    // The caller's descriptor leaves as it came: a direct descriptor refuses unaligned reads.
+    defer { if let destination { BlobFile.stopWritingAround(destination) } }
+    try Self.copy(from: fd, to: destination, at: &offset, hasher: &hasher, step: step)
     return (offset, Array(hasher!.finalize()))
   }
 
@@ -250,7 +259,8 @@ struct BlobFolder: Sendable {
   /// Copies from `offset` to the end of `source` into `destination` (when given) at the same
   /// offsets, hashing on the way when there is a hasher; `offset` ends at the source's size.
   private static func copy(
-    from source: Int32, to destination: Int32?, at offset: inout Int64, hasher: inout SHA256?
+    from source: Int32, to destination: Int32?, at offset: inout Int64, hasher: inout SHA256?,
+    step: Int = step
   ) throws(HubError) {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: step, alignment: 4096)
     defer { buffer.deallocate() }
