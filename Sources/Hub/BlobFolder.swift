@@ -16,10 +16,6 @@ struct BlobFolder: Sendable {
   /// The open folder, which every name below is relative to.
   let descriptor: Int32
 
-  /// Bytes copied per step: large enough that a system call and a hash update are a small
-  /// part of each, small enough to stay in the CPU's caches.
-  static let step = 1 << 20
-
   /// Prefix of the names of files being written.
   static let temporaryPrefix = ".put-"
 
@@ -65,7 +61,7 @@ struct BlobFolder: Sendable {
       var hasher = checked ? nil : SHA256()
       var offset: Int64 = 0
       if checked { offset = Self.copyInKernel(from: source, to: fd) }
-      try Self.copy(from: source, to: fd, at: &offset, hasher: &hasher)
+      try BlobFile.copy(from: source, to: fd, at: &offset, hasher: &hasher)
       if let hasher {
         let digest = Array(hasher.finalize())
         guard digest == hash else {
@@ -170,24 +166,7 @@ struct BlobFolder: Sendable {
     _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
-    var step = Self.step
-    var info = stat()
-    if let destination, fstat(fd, &info) == 0,
-      BlobFile.writeAround(destination, size: Int64(info.st_size))
-    {
-      step = BlobFile.writeAroundStep
-    }
-    // The caller's descriptor leaves as it came: a direct descriptor refuses unaligned reads.
-    defer { if let destination { BlobFile.stopWritingAround(destination) } }
-    try Self.copy(from: fd, to: destination, at: &offset, hasher: &hasher, step: step)
-    return (offset, Array(hasher!.finalize()))
-  }
-
-  /// How many bytes the open file `fd` holds and their SHA-256, read from offset 0.
-  static func digest(of fd: Int32) throws(HubError) -> (size: Int64, digest: [UInt8]) {
-    var hasher: SHA256? = SHA256()
-    var offset: Int64 = 0
-    try copy(from: fd, to: nil, at: &offset, hasher: &hasher)
+    try BlobFile.copy(from: fd, to: destination, at: &offset, hasher: &hasher, readOnce: true)
     return (offset, Array(hasher!.finalize()))
   }
 
@@ -256,37 +235,15 @@ struct BlobFolder: Sendable {
     }
   }
 
-  /// Copies from `offset` to the end of `source` into `destination` (when given) at the same
-  /// offsets, hashing on the way when there is a hasher; `offset` ends at the source's size.
-  private static func copy(
-    from source: Int32, to destination: Int32?, at offset: inout Int64, hasher: inout SHA256?,
-    step: Int = step
-  ) throws(HubError) {
-    let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: step, alignment: 4096)
-    defer { buffer.deallocate() }
-    while true {
-      let got = pread(source, buffer.baseAddress!, step, off_t(offset))
-      if got < 0 {
-        if errno == EINTR { continue }
-        throw .failed("cannot read the blob's file: \(BlobFile.errorText())")
-      }
-      if got == 0 { return }
-      let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
-      hasher?.update(bufferPointer: bytes)
-      if let destination { try BlobFile.write(destination, bytes, at: offset) }
-      offset += Int64(got)
-    }
-  }
-
   /// Copies as much of `source` as the kernel will into `destination`, both from offset 0, and
-  /// returns how far it got; ``copy(from:to:at:hasher:)`` does the rest (all of it when the
+  /// returns how far it got; ``BlobFile/copy(from:to:at:hasher:)`` does the rest (all of it when the
   /// kernel cannot copy between these files: EXDEV, ENOSYS, EINVAL, EOPNOTSUPP).
   private static func copyInKernel(from source: Int32, to destination: Int32) -> Int64 {
     guard let copyFileRange else { return 0 }
     var input: Int64 = 0
     var output: Int64 = 0
     while true {
-      let copied = copyFileRange(source, &input, destination, &output, 8 * step, 0)
+      let copied = copyFileRange(source, &input, destination, &output, 8 * BlobFile.copyStep, 0)
       if copied < 0 && errno == EINTR { continue }
       if copied <= 0 { return input }
       // As for written chunks: the disk starts on these while the next ones are copied.

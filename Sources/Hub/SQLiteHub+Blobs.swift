@@ -77,7 +77,7 @@ extension SQLiteHub {
     else { return false }
     let size = Int64(info.st_size)
     if !checked {
-      let digest = try BlobFolder.digest(of: descriptor)
+      let digest = try BlobFile.digest(of: descriptor)
       guard digest.size == size, digest.digest == hash else {
         throw .integrity(
           "the file's SHA-256 is \(hexString(digest.digest)), not the \(hexString(hash)) it was put under"

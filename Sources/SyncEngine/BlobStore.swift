@@ -81,34 +81,16 @@ struct BlobStore: Sendable {
     guard let (temporary, fd) = temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
-    var hasher = SHA256()
-    // No larger than the file: zeroing a MiB for each of 10,000 small files was a twentieth
-    // of a push's CPU.
-    var info = stat()
-    let size = fstat(source, &info) == 0 ? max(Int(info.st_size), 4096) + 1 : 1 << 20
-    var buffer = [UInt8](repeating: 0, count: min(size, 1 << 20))
-    var offset: off_t = 0
-    while true {
-      let n = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, $0.count, offset) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 {
-        close(fd)
-        unlink(temporary)
-        throw .local("cannot read a file to sync: \(String(cString: strerror(errno)))")
-      }
-      if n == 0 { break }
-      buffer.withUnsafeBytes {
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
-      }
-      BlobFile.startWriteback(fd, before: Int64(offset), count: n)
-      guard writeAll(fd, buffer, count: n) else {
-        close(fd)
-        unlink(temporary)
-        throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
-      }
-      offset += off_t(n)
+    var hasher: SHA256? = SHA256()
+    var offset: Int64 = 0
+    do throws(HubError) {
+      try BlobFile.copy(from: source, to: fd, at: &offset, hasher: &hasher)
+    } catch {
+      close(fd)
+      unlink(temporary)
+      throw .local("cannot copy a file to sync into the blob store: \(error.description)")
     }
-    let hash = ContentHash(hasher.finalize().withUnsafeBytes { Digest256(bytes: $0)! })
+    let hash = ContentHash(hasher!.finalize().withUnsafeBytes { Digest256(bytes: $0)! })
     if contains(hash) {
       close(fd)
       unlink(temporary)

@@ -1,6 +1,7 @@
 import Crypto
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 
 extension SyncEngine {
@@ -269,26 +270,15 @@ extension SyncEngine {
       return nil
     }
     defer { close(source) }
-    var hasher = SHA256()
-    // No larger than the file: a batch of small files must not clear a MiB for each.
-    var buffer = [UInt8](repeating: 0, count: Int(min(max(item.size, 4096) + 1, 1 << 20)))
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 {
-        logger.error("cannot read the content of \(item.path): \(String(cString: strerror(errno)))")
-        return nil
-      }
-      if n == 0 { break }
-      buffer.withUnsafeBytes {
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
-      }
-      guard writeAll(fd, buffer, count: n) else {
-        logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
-        return nil
-      }
+    var hasher: SHA256? = SHA256()
+    var copied: Int64 = 0
+    do throws(HubError) {
+      try BlobFile.copy(from: source, to: fd, at: &copied, hasher: &hasher)
+    } catch {
+      logger.error("cannot copy the content of \(item.path): \(error.description)")
+      return nil
     }
-    guard hasher.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
+    guard hasher!.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
       // A blob that lies is dropped; a working file that changed since it was chosen is not.
       if Self.holdsNot(blobs.path(item.hash), item.hash) {
         logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")

@@ -1,6 +1,6 @@
-import Crypto
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 
 extension SyncEngine {
@@ -158,22 +158,6 @@ extension SyncEngine {
 
   /// Checks that an open file holds `hash`, reading it from the start.
   static func holds(_ fd: Int32, _ hash: ContentHash) -> Bool {
-    var hasher = SHA256()
-    // No larger than the file: clearing a MiB for each of many small files showed in profiles.
-    var info = stat()
-    let size = fstat(fd, &info) == 0 ? max(Int(info.st_size), 4096) + 1 : 1 << 20
-    var buffer = [UInt8](repeating: 0, count: min(size, 1 << 20))
-    var offset: off_t = 0
-    while true {
-      let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 { return false }
-      if n == 0 { break }
-      buffer.withUnsafeBytes {
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
-      }
-      offset += off_t(n)
-    }
-    return hasher.finalize().withUnsafeBytes { Array($0) } == hash.bytes
+    (try? BlobFile.digest(of: fd))?.digest == hash.bytes
   }
 }

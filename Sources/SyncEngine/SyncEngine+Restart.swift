@@ -1,6 +1,7 @@
 import Crypto
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 
 extension SyncEngine {
@@ -180,19 +181,7 @@ extension SyncEngine {
     let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    var hasher = SHA256()
-    var buffer = [UInt8](repeating: 0, count: 1 << 20)
-    var size: Int64 = 0
-    while true {
-      let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if n < 0 && errno == EINTR { continue }
-      if n < 0 { return nil }
-      if n == 0 { break }
-      buffer.withUnsafeBytes {
-        hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<n]))
-      }
-      size += Int64(n)
-    }
-    return (ContentHash(hasher.finalize().withUnsafeBytes { Digest256(bytes: $0)! }), size)
+    guard let (size, digest) = try? BlobFile.digest(of: fd) else { return nil }
+    return (ContentHash(digest.withUnsafeBytes { Digest256(bytes: $0)! }), size)
   }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Glibc
 import Testing
@@ -34,6 +35,35 @@ struct WriteAroundTests {
     let cachedAtMost = tail % Self.page == 0 ? 0 : (tail + Self.page - 1) / Self.page
     #expect(try Self.residentPages(fd, size: size) <= cachedAtMost)
     #expect(try Self.contents(fd) == bytes)
+    // The hub's own file was read once and dropped from the cache behind the reader.
+    let hubFile = open(folder.path + "/hub.sqlite.blobs/" + hexString(hash), O_RDONLY | O_CLOEXEC)
+    try #require(hubFile >= 0)
+    defer { close(hubFile) }
+    #expect(try Self.residentPages(hubFile, size: size) == 0)
+  }
+
+  /// A write that fails on the writer's thread fails the copy, with every buffer given back
+  /// (a semaphore left below its first value would trap in libdispatch).
+  @Test func aFailedWriteFailsTheCopy() throws {
+    let folder = try ScratchFolder()
+    let size = (9 << 20) + 1
+    let sourcePath = folder.path + "/source"
+    #expect(
+      FileManager.default.createFile(
+        atPath: sourcePath, contents: Data(pseudoRandomBytes(count: size, seed: 6))))
+    let source = open(sourcePath, O_RDONLY | O_CLOEXEC)
+    try #require(source >= 0)
+    defer { close(source) }
+    // Read-only: every write fails (EBADF), on the writer's thread.
+    let destination = open(sourcePath, O_RDONLY | O_CLOEXEC)
+    try #require(destination >= 0)
+    defer { close(destination) }
+    var hasher: SHA256? = SHA256()
+    var offset: Int64 = 0
+    #expect(throws: HubError.self) {
+      try BlobFile.copy(from: source, to: destination, at: &offset, hasher: &hasher)
+    }
+    #expect(offset < size)
   }
 
   /// A damaged byte in a large blob's file on the hub is caught on the way, as for any blob.
