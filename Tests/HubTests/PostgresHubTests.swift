@@ -12,11 +12,7 @@ struct PostgresHubTests {
   /// A writer that holds its transaction open with seq 1 must not let a reader pass it when a
   /// later writer commits: the later one waits for the head lock, so nothing commits past it.
   @Test func aCursorNeverSkipsARecordThatCommitsLate() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let device = PostgresTestCluster.uniqueName("dev")
-    let url = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("acct"), device: device,
-      password: "pw")
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "pw")
     let reader = try PostgresHub(location: url)
     let writer = try PostgresHub(location: url)
     let early = makeRecord("early"), late = makeRecord("late")
@@ -106,10 +102,7 @@ struct PostgresHubTests {
   /// A device prunes only what the account's retention lets go: never a head, never a version
   /// younger than retention keeps, never another account's, and never with plain DELETE.
   @Test func pruningRemovesOnlyWhatRetentionLetsGo() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let url = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("p"),
-      device: PostgresTestCluster.uniqueName("p"), password: "p-pw")
+    let url = try await PostgresTestCluster.oneDevice(password: "p-pw").url
     let hub = try PostgresHub(location: url)
     let old = try await versionChain(hub, ["one", "two", "three"])
     let young = try await versionChain(hub, ["young one", "young two"], age: 0)
@@ -301,11 +294,7 @@ struct PostgresHubTests {
   /// damaged), even bytes of the right size whose chunks match their own hashes: the hub
   /// checks the replacement against its key itself (schema step 3).
   @Test func aWantedBlobIsReplacedOnlyByItsOwnBytes() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let device = PostgresTestCluster.uniqueName("x")
-    let url = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
-      password: "x-pw")
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "x-pw")
     let hub = try PostgresHub(location: url)
     let content = Array("the good content".utf8)
     let hash = try await putBlob(hub, content)
@@ -349,11 +338,7 @@ struct PostgresHubTests {
   /// of a push. Schema step 8 indexes it by account and start, so the sweep reads only the
   /// account's uploads older than a day, and still takes only those that no blob names.
   @Test func theSweepBeforeEachPutReadsOnlyOldUploadsByIndex() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let device = PostgresTestCluster.uniqueName("x")
-    let url = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
-      password: "x-pw")
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "x-pw")
     let hub = try PostgresHub(location: url)
     let kept = try await putBlob(hub, Array("a finished upload, a day old".utf8))
     let logger = PostgresTestCluster.logger
@@ -413,11 +398,7 @@ struct PostgresHubTests {
   /// The sweep runs at a hub's first put, then every few minutes, not before every blob: even
   /// by index it reads each upload of the account older than a day.
   @Test func aHubSweepsAbandonedUploadsAtItsFirstPutNotAtEach() async throws {
-    let database = try await PostgresTestCluster.createDatabase()
-    let device = PostgresTestCluster.uniqueName("x")
-    let url = try PostgresTestCluster.createAccount(
-      database: database, account: PostgresTestCluster.uniqueName("x"), device: device,
-      password: "x-pw")
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "x-pw")
     let logger = PostgresTestCluster.logger
     // Abandons an upload two days ago; returns how many abandoned uploads there are.
     func abandonOne() async throws -> Int {

@@ -129,11 +129,20 @@ enum PostgresTestCluster {
 
   /// A new database with one account and one device role in it.
   static func freshHubURL() async throws -> (url: String, database: String) {
+    let hub = try await oneDevice(password: "device-secret")
+    return (hub.url, hub.database)
+  }
+
+  /// A new database with one account and one device of it: the device's role name and its
+  /// hub URL.
+  static func oneDevice(password: String) async throws -> (
+    database: String, device: String, url: String
+  ) {
     let database = try await createDatabase()
+    let device = uniqueName("dev")
     let url = try createAccount(
-      database: database, account: uniqueName("acct"), device: uniqueName("dev"),
-      password: "device-secret")
-    return (url, database)
+      database: database, account: uniqueName("acct"), device: device, password: password)
+    return (database, device, url)
   }
 }
 
