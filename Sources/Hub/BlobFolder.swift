@@ -236,7 +236,7 @@ struct BlobFolder: Sendable {
   }
 
   /// Copies as much of `source` as the kernel will into `destination`, both from offset 0, and
-  /// returns how far it got; ``BlobFile/copy(from:to:at:hasher:)`` does the rest (all of it when the
+  /// returns how far it got; ``BlobFile/copy(from:to:at:hasher:readOnce:)`` does the rest (all of it when the
   /// kernel cannot copy between these files: EXDEV, ENOSYS, EINVAL, EOPNOTSUPP).
   private static func copyInKernel(from source: Int32, to destination: Int32) -> Int64 {
     guard let copyFileRange else { return 0 }

@@ -549,14 +549,17 @@ final class TemporaryFile {
     guard written == content.count else { throw POSIXError(.EIO) }
   }
 
-  func contents() throws -> [UInt8] {
-    var info = stat()
-    guard fstat(descriptor, &info) == 0 else { throw POSIXError(.EIO) }
-    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-    let read = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-    guard read == bytes.count else { throw POSIXError(.EIO) }
-    return bytes
-  }
+  func contents() throws -> [UInt8] { try fileContents(descriptor) }
 
   deinit { close(descriptor) }
+}
+
+/// Every byte of the open file `fd`, read from offset 0.
+func fileContents(_ fd: Int32) throws -> [UInt8] {
+  var info = stat()
+  guard fstat(fd, &info) == 0 else { throw POSIXError(.EIO) }
+  var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+  let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+  guard read == bytes.count else { throw POSIXError(.EIO) }
+  return bytes
 }

@@ -34,7 +34,7 @@ struct WriteAroundTests {
     let tail = size % BlobFile.writeAroundStep
     let cachedAtMost = tail % Self.page == 0 ? 0 : (tail + Self.page - 1) / Self.page
     #expect(try Self.residentPages(fd, size: size) <= cachedAtMost)
-    #expect(try Self.contents(fd) == bytes)
+    #expect(try fileContents(fd) == bytes)
     // The hub's own file was read once and dropped from the cache behind the reader.
     let hubFile = open(folder.path + "/hub.sqlite.blobs/" + hexString(hash), O_RDONLY | O_CLOEXEC)
     try #require(hubFile >= 0)
@@ -111,16 +111,7 @@ struct WriteAroundTests {
     var expected = Array(UnsafeRawBufferPointer(rebasing: buffer[0..<Self.page]))
     expected += Array(offPage)
     expected += [1, 2, 3]
-    #expect(try Self.contents(fd) == expected)
-  }
-
-  static func contents(_ fd: Int32) throws -> [UInt8] {
-    var info = stat()
-    guard fstat(fd, &info) == 0 else { throw POSIXError(.EIO) }
-    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-    let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-    guard read == bytes.count else { throw POSIXError(.EIO) }
-    return bytes
+    #expect(try fileContents(fd) == expected)
   }
 
   /// How many of the file's first `size` bytes' pages are in the page cache (mincore of a
