@@ -1,4 +1,3 @@
-import Crypto
 import DocumentModel
 import Glibc
 import Hub
