@@ -118,6 +118,9 @@ extension DocumentFileSystem {
       }
       done += n
     }
+    if let window = Writeback.completedWindow(offset: offset, count: done) {
+      Writeback.start(descriptor(handle: handle), window)
+    }
     return done
   }
 

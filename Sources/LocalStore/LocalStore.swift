@@ -371,7 +371,9 @@ public final class LocalStore: @unchecked Sendable {
   public func syncJournal<T>(file: Int32? = nil, alongside work: () -> T) throws(LocalStoreError)
     -> T
   {
-    if let file, sharedFlush != nil { SharedFlush.startWriteback(file) }
+    // Its data is on its way while the journal's pages are written, and the fsync itself
+    // waits only for what remains.
+    if let file, sharedFlush != nil { Writeback.start(file) }
     // The working files this commit lets go are unlinked by the queue's thread: an unlink
     // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
     do {

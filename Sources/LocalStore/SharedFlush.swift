@@ -100,13 +100,6 @@ final class SharedFlush: @unchecked Sendable {
     return syncFileRange(journal, 0, 0, waitBefore | write | waitAfter) == 0
   }
 
-  /// Starts writing a file's dirty pages to the disk without waiting: called on an fsync's
-  /// working file before the commit, so that its data is on its way while the journal's pages
-  /// are written, and the fsync itself waits only for what remains.
-  static func startWriteback(_ fd: Int32) {
-    _ = syncFileRange?(fd, 0, 0, 2)
-  }
-
   private func locked<T>(_ body: () -> T) -> T {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
@@ -115,7 +108,7 @@ final class SharedFlush: @unchecked Sendable {
 
   private static let ext4Magic = 0xEF53
   private let waitBefore: UInt32 = 1
-  private let write: UInt32 = 2
+  private let write = Writeback.startWrite
   private let waitAfter: UInt32 = 4
 }
 
@@ -131,10 +124,3 @@ private func fileSystemType(_ fd: Int32) -> Int? {
   guard fstatfs(fd, buffer) == 0 else { return nil }
   return buffer.load(as: Int.self)
 }
-
-/// sync_file_range(2). Glibc declares it only under _GNU_SOURCE, which Swift's Glibc module is
-/// built without, so it is looked up by name; nil where the C library lacks it.
-private let syncFileRange: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32)? = {
-  guard let symbol = dlsym(nil, "sync_file_range") else { return nil }
-  return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int64, Int64, UInt32) -> Int32).self)
-}()
