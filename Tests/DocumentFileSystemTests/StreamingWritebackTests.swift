@@ -88,9 +88,10 @@ import Testing
     defer { buffer.deallocate() }
     buffer.initializeMemory(
       as: UInt8.self, repeating: 0, count: headerSize + extentCount * extentSize)
-    buffer.storeBytes(of: UInt64(0), toByteOffset: 0, as: UInt64.self)  // fm_start
-    buffer.storeBytes(of: UInt64.max, toByteOffset: 8, as: UInt64.self)  // fm_length
-    buffer.storeBytes(of: UInt32(extentCount), toByteOffset: 24, as: UInt32.self)  // fm_extent_count
+    // struct fiemap: fm_start, fm_length, fm_flags, fm_mapped_extents, fm_extent_count, ...
+    buffer.storeBytes(of: UInt64(0), toByteOffset: 0, as: UInt64.self)
+    buffer.storeBytes(of: UInt64.max, toByteOffset: 8, as: UInt64.self)
+    buffer.storeBytes(of: UInt32(extentCount), toByteOffset: 24, as: UInt32.self)
     let fiemap: UInt = 0xC020_660B  // FS_IOC_FIEMAP
     guard ioctl(fd, fiemap, buffer) == 0 else { throw Errno(rawValue: errno) }
     let mapped = Int(buffer.load(fromByteOffset: 20, as: UInt32.self))
