@@ -34,40 +34,53 @@ import Testing
 
   /// ext4 gives a written range its blocks when it starts writing it back (until then the
   /// range is delayed allocation), so FIEMAP shows which bytes are on their way to the disk.
+  /// A file of small writes, written first and looked at last, shows whether anything else
+  /// flushed the file system meanwhile (tests in this process call syncfs): then the round is
+  /// taken again.
   @Test func aStreamOfLargeWritesIsOnItsWayToTheDiskBehindTheWriter() throws {
     let fs = try DocumentFileSystem(store: LocalStore(directory: folder), owner: me)
     defer { fs.shutdown() }
-    let root = DocumentFileSystem.rootInode
-    let (_, stream) = try fs.create(
-      parent: root, name: bytes("stream.bin"), mode: 0o644, flags: O_WRONLY, caller: me)
-    let (_, trickle) = try fs.create(
-      parent: root, name: bytes("trickle.bin"), mode: 0o644, flags: O_WRONLY, caller: me)
-    defer {
-      fs.release(handle: stream.handle)
-      fs.release(handle: trickle.handle)
-    }
     let chunk = [UInt8](repeating: 0x5A, count: mebibyte)
-    // 12 MiB as a writer with an unaligned buffer sends it: 1 MiB less 16 bytes, then 16.
-    for step in 0..<12 {
-      let offset = Int64(step * mebibyte)
-      let head = mebibyte - 16
-      #expect(try put(fs, stream, chunk[..<head], at: offset) == head)
-      #expect(try put(fs, stream, chunk[head...], at: offset + Int64(head)) == 16)
+    var undisturbed = false
+    for round in 0..<5 where !undisturbed {
+      let root = DocumentFileSystem.rootInode
+      let (_, trickle) = try fs.create(
+        parent: root, name: bytes("trickle\(round).bin"), mode: 0o644, flags: O_WRONLY,
+        caller: me)
+      let (_, stream) = try fs.create(
+        parent: root, name: bytes("stream\(round).bin"), mode: 0o644, flags: O_WRONLY,
+        caller: me)
+      defer {
+        fs.release(handle: stream.handle)
+        fs.release(handle: trickle.handle)
+      }
+      // 12 MiB, 64 KiB at a time: not a stream of large writes.
+      for step in 0..<(12 * 16) {
+        #expect(try put(fs, trickle, chunk[..<(64 << 10)], at: Int64(step << 16)) == 64 << 10)
+      }
+      // 12 MiB as a writer with an unaligned buffer sends it: 1 MiB less 16 bytes, then 16.
+      for step in 0..<12 {
+        let offset = Int64(step * mebibyte)
+        let head = mebibyte - 16
+        #expect(try put(fs, stream, chunk[..<head], at: offset) == head)
+        #expect(try put(fs, stream, chunk[head...], at: offset + Int64(head)) == 16)
+      }
+      let streamed = try delayedBytes(stream.descriptor)
+      let trickled = try delayedBytes(trickle.descriptor)
+      if trickled.total < 12 << 20 { continue }
+      undisturbed = true
+      #expect(streamed.before8MiB == 0, "the first window is on its way to the disk")
+      #expect(streamed.total == 4 << 20, "the last 4 MiB wait for writeback or an fsync")
+      try fs.synchronize(handle: stream.handle, dataOnly: false)
+      #expect(try delayedBytes(stream.descriptor).total == 0)
     }
-    // The same bytes 64 KiB at a time: not a stream of large writes.
-    for step in 0..<(12 * 16) {
-      #expect(try put(fs, trickle, chunk[..<(64 << 10)], at: Int64(step << 16)) == 64 << 10)
-    }
-    let streamed = try delayedBytes(stream.descriptor)
-    let trickled = try delayedBytes(trickle.descriptor)
-    try #require(
-      trickled.total == 12 << 20,
-      "the state folder's file system delays allocation (ext4, as on the test machines)")
-    #expect(streamed.before8MiB == 0, "the first window is on its way to the disk")
-    #expect(streamed.total == 4 << 20, "the last 4 MiB wait for writeback or an fsync")
-    #expect(trickled.before8MiB == 8 << 20)
-    try fs.synchronize(handle: stream.handle, dataOnly: false)
-    #expect(try delayedBytes(stream.descriptor).total == 0)
+    #expect(
+      undisturbed,
+      """
+      five rounds found the small writes' file written back before their look: the state \
+      folder's file system does not delay allocation (ext4 does, as on the test machines), \
+      or something flushed it every time
+      """)
   }
 
   func put(_ fs: DocumentFileSystem, _ file: OpenFile, _ bytes: ArraySlice<UInt8>, at offset: Int64)
