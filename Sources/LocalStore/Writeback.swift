@@ -8,7 +8,7 @@ import Glibc
 /// the daemon. A plain folder's writer waits for that flush as well, but its bytes take one
 /// copy to the page cache where the mount's take two, and the disk stood idle meanwhile.
 public enum Writeback {
-  /// The span that one start covers: a write that reaches the end of one starts it.
+  /// The span that one start covers: the first large write past its end starts it.
   public static let window: Int64 = 8 << 20
   /// Writes smaller than this start nothing: they are not a stream, and their pages may be
   /// written again in a moment (a database, a log).
