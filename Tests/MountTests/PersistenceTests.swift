@@ -31,14 +31,18 @@ struct PersistenceTests {
   @Test(.needs("python3"))
   func fsyncedContentSurvivesKillDashNine() throws {
     try MountFixture.withMount(programs: ["python3"]) { m throws in
-      // 8 MiB of varied bytes across several writes, then fsync: what was acknowledged as
-      // durable must all be there after the daemon dies without a chance to flush.
+      // 24 MiB of varied bytes, then fsync: what was acknowledged as durable must all be there
+      // after the daemon dies without a chance to flush. The first 8 MiB go in small writes,
+      // the rest in 1 MiB writes, whose stream starts each 8 MiB window's writeback on the way.
       let script = """
         import hashlib, os, sys
-        data = b"".join(hashlib.sha256(str(i).encode()).digest() * 1024 for i in range(256))
+        data = b"".join(hashlib.sha256(str(i).encode()).digest() * 1024 for i in range(768))
         fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        for offset in range(0, len(data), 100_000):
-            os.write(fd, data[offset:offset + 100_000])
+        small = 8 << 20
+        for offset in range(0, small, 100_000):
+            os.write(fd, data[offset:min(offset + 100_000, small)])
+        for offset in range(small, len(data), 1 << 20):
+            os.write(fd, data[offset:offset + (1 << 20)])
         os.fsync(fd)
         os.close(fd)
         print(hashlib.sha256(data).hexdigest(), len(data))
