@@ -65,11 +65,19 @@ struct RobustnessTests {
       try a.pause()
       let good = "GOOD CONTENT " + String(repeating: "0123456789", count: 20) + "\n"
       try write(a.path("secret.txt"), good)
-      // The version (and its blob) is taken after the quiet moment, also while paused.
-      usleep(1_000_000)
-      let blob = try newestBlob(in: "\(a.state)/blobs")
-      var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: blob)))
-      #expect(bytes == Array(good.utf8), "the newest blob \(blob) is not the file just written")
+      // The version (and its blob) is taken after the quiet moment, also while paused: about a
+      // second, longer on a machine busy with other tests (a fixed second once found none).
+      var blob = ""
+      var bytes: [UInt8] = []
+      for _ in 0..<300 where bytes != Array(good.utf8) {
+        usleep(100_000)
+        guard let newest = try? newestBlob(in: "\(a.state)/blobs") else { continue }
+        blob = newest
+        bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: blob)))
+      }
+      try #require(
+        bytes == Array(good.utf8),
+        "within 30 s, the newest blob \(blob) is not the file just written")
       bytes[0] ^= 0x20
       let corrupted = String(decoding: bytes, as: UTF8.self)
       try flipInPlace(blob, bytes: bytes)
