@@ -14,7 +14,7 @@ import Testing
 
   @Test func aWindowStartsOnceALargeWriteGoesPastIt() {
     let large = Writeback.minimumWrite
-    let mib = 1 << 20
+    let mib = mebibyte
     // In page-aligned 1 MiB writes: the write that ends on 8 MiB starts nothing, the next one
     // starts the first window, the ones after it nothing until 16 MiB is passed.
     #expect(Writeback.completedWindow(offset: window - Int64(mib), count: mib) == nil)
