@@ -7,7 +7,8 @@ import Glibc
 /// they are committed, in the order they were queued, by whichever comes first: the next write
 /// of anything else to the state database (so the database never sees a later change before an
 /// earlier one), a flush (`fsync`, `fsyncdir`, unmount, the engine's durability points), or a
-/// thread of the queue's own once the oldest change has waited ``window``. A crash loses at most
+/// thread of the queue's own once the oldest change has waited ``window`` (at once, for a while
+/// after an `fsync`: ``expectFlushes()``). A crash loses at most
 /// that window of changes nobody asked to be durable, as a crash of a local disk's cache does;
 /// each operation's changes still commit all together or not at all.
 final class CommitQueue: @unchecked Sendable {
@@ -21,7 +22,9 @@ final class CommitQueue: @unchecked Sendable {
   }
 
   /// How long a change may wait for its commit when nothing else commits it sooner.
-  static let window: Duration = .milliseconds(5)
+  let window: Duration
+  /// How long after an `fsync` changes commit as they come.
+  let eagerSpan: Duration
 
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
   private let wake = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -29,10 +32,14 @@ final class CommitQueue: @unchecked Sendable {
   /// CLOCK_MONOTONIC nanoseconds at which the oldest pending change was queued.
   private var oldest: Int64 = 0
   private var stopped = false
+  /// CLOCK_MONOTONIC nanoseconds until which changes commit as they come (``expectFlushes()``).
+  private var eagerUntil: Int64 = 0
   /// The last commit's failure, until a commit succeeds again.
   private(set) var failure: String?
 
-  init() {
+  init(window: Duration = .milliseconds(5), eagerSpan: Duration = .seconds(1)) {
+    self.window = window
+    self.eagerSpan = eagerSpan
     pthread_mutex_init(mutex, nil)
     var attributes = pthread_condattr_t()
     pthread_condattr_init(&attributes)
@@ -49,9 +56,9 @@ final class CommitQueue: @unchecked Sendable {
   }
 
   /// Starts the thread that commits what waited a whole window, through `commit` (which takes
-  /// the pending batch itself); it ends when `commit` returns false (the store is gone) or at
-  /// ``stop()``.
-  func startCommitting(_ commit: @escaping @Sendable () -> Bool) {
+  /// the pending batch itself, and is told whether an `fsync` is expected soon); it ends when
+  /// `commit` returns false (the store is gone) or at ``stop()``.
+  func startCommitting(_ commit: @escaping @Sendable (_ eager: Bool) -> Bool) {
     let context = Unmanaged.passRetained(Committer(queue: self, commit: commit))
     var thread = pthread_t()
     pthread_create(
@@ -92,6 +99,21 @@ final class CommitQueue: @unchecked Sendable {
 
   var hasPending: Bool { locked { !pending.isEmpty } }
 
+  /// An `fsync` came: for a while, changes commit as soon as they are queued, on the queue's
+  /// thread, so that the next `fsync` (an editor's next save: a temporary file created,
+  /// written, fsynced and renamed over) finds its names committed and has only the disk to
+  /// wait for. A program that makes many changes and no `fsync` (`tar`, `cp -r`,
+  /// `git checkout`) keeps sharing one commit among a window's changes: committing each at
+  /// once cost `tar` half again its time. (Committing only new files' names at once, so that a
+  /// save's rename joined the next save's create in one commit, left that bigger commit
+  /// running when the `fsync` came: saves took longer, not shorter.)
+  func expectFlushes() {
+    locked {
+      eagerUntil = Self.now() + Self.nanoseconds(eagerSpan)
+      if !pending.isEmpty { pthread_cond_signal(wake) }
+    }
+  }
+
   /// Takes everything pending, for a transaction that is about to commit it.
   func take() -> Batch {
     locked {
@@ -124,14 +146,18 @@ final class CommitQueue: @unchecked Sendable {
     }
   }
 
-  private func serve(_ commit: () -> Bool) {
+  private func serve(_ commit: (_ eager: Bool) -> Bool) {
     while true {
       pthread_mutex_lock(mutex)
       while pending.isEmpty && !stopped { pthread_cond_wait(wake, mutex) }
-      // Wait out the rest of the oldest change's window, unless a flush takes it sooner.
+      // Wait out the rest of the oldest change's window, unless a flush takes it sooner or an
+      // `fsync` is expected.
+      var eager = false
       while !pending.isEmpty && !stopped {
-        let due = oldest + Int64(Self.window.components.attoseconds / 1_000_000_000)
-        if Self.now() >= due { break }
+        let now = Self.now()
+        eager = now < eagerUntil
+        let due = oldest + Self.nanoseconds(window)
+        if eager || now >= due { break }
         var deadline = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
         pthread_cond_timedwait(wake, mutex, &deadline)
       }
@@ -139,10 +165,10 @@ final class CommitQueue: @unchecked Sendable {
       let due = !pending.isEmpty
       pthread_mutex_unlock(mutex)
       if done { return }
-      if due && !commit() { return }
+      if due && !commit(eager) { return }
       // A failing commit is retried a window later, not in a tight loop.
       if due && locked({ failure != nil }) {
-        usleep(UInt32(Self.window.components.attoseconds / 1_000_000_000_000))
+        usleep(UInt32(Self.nanoseconds(window) / 1000))
       }
     }
   }
@@ -151,6 +177,11 @@ final class CommitQueue: @unchecked Sendable {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
     return body()
+  }
+
+  private static func nanoseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1_000_000_000
+      + duration.components.attoseconds / 1_000_000_000
   }
 
   private static func now() -> Int64 {
@@ -162,8 +193,8 @@ final class CommitQueue: @unchecked Sendable {
   /// What the committing thread holds: the queue, and how to commit (without holding the store).
   private final class Committer: @unchecked Sendable {
     let queue: CommitQueue
-    let commit: @Sendable () -> Bool
-    init(queue: CommitQueue, commit: @escaping @Sendable () -> Bool) {
+    let commit: @Sendable (_ eager: Bool) -> Bool
+    init(queue: CommitQueue, commit: @escaping @Sendable (_ eager: Bool) -> Bool) {
       self.queue = queue
       self.commit = commit
     }

@@ -75,9 +75,13 @@ public final class LocalStore: @unchecked Sendable {
     journal = open(directory + "/state.sqlite-wal", O_RDONLY | O_CLOEXEC)
     journalSync = journal >= 0 ? JournalSync(descriptor: journal) : nil
     sharedFlush = SharedFlush.make(journal: journal, workingFiles: fd)
-    commits.startCommitting { [weak self] in
+    commits.startCommitting { [weak self] eager in
       guard let self else { return false }
-      _ = try? self.database.write { _ in }
+      _ = try? self.database.write({ _ in }) {
+        // An `fsync` is expected: its wait for the journal's pages is shorter when they are
+        // on their way already.
+        if eager && self.journal >= 0 { Writeback.start(self.journal) }
+      }
       return true
     }
   }
@@ -374,6 +378,7 @@ public final class LocalStore: @unchecked Sendable {
     // Its data is on its way while the journal's pages are written, and the fsync itself
     // waits only for what remains.
     if let file, sharedFlush != nil { Writeback.start(file) }
+    commits.expectFlushes()
     // The working files this commit lets go are unlinked by the queue's thread: an unlink
     // took up to 6 ms here while the disk was busy, and the fsync needs none of them.
     do {

@@ -24,8 +24,10 @@ final class StateDatabase: @unchecked Sendable {
     mutex.deallocate()
   }
 
-  /// One transaction: the queued tree changes, then `body`.
-  func write<T>(_ body: (Database) throws -> T) throws -> T {
+  /// One transaction: the queued tree changes, then `body`. Once it has committed and let go
+  /// of the database, `committed` runs, and then the working files the commit let go are
+  /// removed.
+  func write<T>(_ body: (Database) throws -> T, then committed: () -> Void = {}) throws -> T {
     pthread_mutex_lock(mutex)
     let result: T
     let removals: [UInt64]
@@ -36,6 +38,7 @@ final class StateDatabase: @unchecked Sendable {
       throw error
     }
     pthread_mutex_unlock(mutex)
+    committed()
     removeWorkingFiles(removals)
     return result
   }
@@ -46,6 +49,9 @@ final class StateDatabase: @unchecked Sendable {
   func commitLeavingRemovals() throws {
     pthread_mutex_lock(mutex)
     defer { pthread_mutex_unlock(mutex) }
+    // Taking the lock waited for a commit in progress; with nothing left, an empty
+    // transaction would only cost its locks of the shared-memory index.
+    guard commits.hasPending else { return }
     let removals = try commit { _ in }.removals
     if !removals.isEmpty { commits.addRemovals(removals) }
   }
