@@ -8,9 +8,9 @@ import Glibc
 /// of anything else to the state database (so the database never sees a later change before an
 /// earlier one), a flush (`fsync`, `fsyncdir`, unmount, the engine's durability points), or a
 /// thread of the queue's own once the oldest change has waited ``window`` (at once, for a while
-/// after an `fsync`: ``expectFlushes()``). A crash loses at most
-/// that window of changes nobody asked to be durable, as a crash of a local disk's cache does;
-/// each operation's changes still commit all together or not at all.
+/// after an `fsync`: ``expectFlushes()``). A crash loses at most that window of changes nobody
+/// asked to be durable, as a crash of a local disk's cache does; each operation's changes still
+/// commit all together or not at all.
 final class CommitQueue: @unchecked Sendable {
   /// A group of changes taken for one transaction.
   struct Batch {
