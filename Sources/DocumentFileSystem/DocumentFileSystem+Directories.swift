@@ -21,11 +21,10 @@ extension DocumentFileSystem {
     let now = record.changeTime
     folder.modificationTime = now
     folder.changeTime = now
-    try persist([
+    try persistNewInode([
       .putInode(record),
       .putEntry(EntryRecord(parent: folder.inode, name: name, inode: record.inode)),
       .putInode(folder.record),
-      .setNextInode(nextInode),
     ])
     let node = Node(record: record)
     node.linkCount = 1

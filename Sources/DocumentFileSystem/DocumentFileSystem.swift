@@ -102,6 +102,9 @@ public final class DocumentFileSystem: @unchecked Sendable {
   let history = HistoryTree()
   var nodes: [UInt64: Node] = [:]
   var nextInode: UInt64
+  /// The store's `next_inode`: no number from here on has been handed out. It runs ahead of
+  /// ``nextInode`` by up to ``inodeReservation``, so that a create rarely writes it.
+  var reservedInodes: UInt64
   /// Open files by handle (the working file's descriptor): the inode and whether it may write.
   var openFiles: [UInt64: (inode: UInt64, writable: Bool)] = [:]
   /// Writable handles that have been flushed (a close(2) of their descriptor) but not released.
@@ -162,6 +165,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
       throw .ioError
     }
     nextInode = max(snapshot.nextInode, Self.firstInode, lastInode + 1)
+    reservedInodes = snapshot.nextInode
     nodes = loaded
     loaded = [:]
     if nodes[Self.rootInode] == nil || root != nil {
@@ -172,7 +176,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
           inode: Self.rootInode, mode: UInt32(S_IFDIR) | folderMode, uid: owner.uid,
           gid: owner.gid,
           rdev: 0, accessTime: now, modificationTime: now, changeTime: now, target: nil)
-      try persist([.putInode(record), .setNextInode(nextInode)])
+      try persistNewInode([.putInode(record)])
       if nodes[Self.rootInode] == nil { nodes[Self.rootInode] = Node(record: record) }
     }
     nodes[Self.rootInode]!.linkCount = 1
@@ -286,6 +290,22 @@ public final class DocumentFileSystem: @unchecked Sendable {
   func allocateInode() -> UInt64 {
     defer { nextInode += 1 }
     return nextInode
+  }
+
+  /// How many inode numbers one write of the store's `next_inode` sets aside. A number is
+  /// never handed out twice, even after a crash, because the store's value is always above
+  /// every number handed out; writing it with every create cost each create's commit two more
+  /// pages in the journal (the `meta` row and its key's index). A restart skips what is left
+  /// of the reservation: at most this many numbers of 2^64.
+  public static let inodeReservation: UInt64 = 4096
+
+  /// Persists the changes that add a new inode, with a new reservation of numbers in the same
+  /// transaction when the numbers handed out have reached the store's `next_inode`.
+  func persistNewInode(_ changes: [Change]) throws(Errno) {
+    guard nextInode > reservedInodes else { return try persist(changes) }
+    let reserved = nextInode + Self.inodeReservation
+    try persist(changes + [.setNextInode(reserved)])
+    reservedInodes = reserved
   }
 
   func workingFileName(_ inode: UInt64) -> String { LocalStore.workingFileName(inode) }
