@@ -77,10 +77,13 @@ public final class LocalStore: @unchecked Sendable {
     sharedFlush = SharedFlush.make(journal: journal, workingFiles: fd)
     commits.startCommitting { [weak self] eager in
       guard let self else { return false }
-      _ = try? self.database.write({ _ in }) {
+      let removals = try? self.database.commitQueued {
         // An `fsync` is expected: its wait for the journal's pages is shorter when they are
         // on their way already.
         if eager && self.journal >= 0 { Writeback.start(self.journal) }
+      }
+      if let removals, !self.workingFilePool.remove(removals) {
+        self.database.removeWorkingFiles(removals)
       }
       return true
     }
