@@ -292,11 +292,12 @@ public final class DocumentFileSystem: @unchecked Sendable {
     return nextInode
   }
 
-  /// How many inode numbers one write of the store's `next_inode` sets aside. A number is
-  /// never handed out twice, even after a crash, because the store's value is always above
-  /// every number handed out; writing it with every create cost each create's commit two more
-  /// pages in the journal (the `meta` row and its key's index). A restart skips what is left
-  /// of the reservation: at most this many numbers of 2^64.
+  /// How many inode numbers one write of the store's `next_inode` sets aside. A number that a
+  /// committed change names is never handed out again, even after a crash: the reservation
+  /// that covers it commits with it or before it, and a restart starts above it. Writing the
+  /// counter with every create cost each create's commit two more pages in the journal (the
+  /// `meta` row and its key's index). A restart skips what is left of the reservation: at
+  /// most this many numbers of 2^64.
   public static let inodeReservation: UInt64 = 4096
 
   /// Persists the changes that add a new inode, with a new reservation of numbers in the same
