@@ -27,16 +27,7 @@ final class StateDatabase: @unchecked Sendable {
   /// One transaction: the queued tree changes, then `body`. Once it has committed and let go
   /// of the database, the working files the commit let go are removed.
   func write<T>(_ body: (Database) throws -> T) throws -> T {
-    pthread_mutex_lock(mutex)
-    let result: T
-    let removals: [UInt64]
-    do {
-      (result, removals) = try commit(body)
-    } catch {
-      pthread_mutex_unlock(mutex)
-      throw error
-    }
-    pthread_mutex_unlock(mutex)
+    let (result, removals) = try locked { try commit(body) }
     removeWorkingFiles(removals)
     return result
   }
@@ -47,30 +38,28 @@ final class StateDatabase: @unchecked Sendable {
   /// them where the disk is mounted so) took 0.2 ms and more, and the next change's commit,
   /// which an editor's `fsync` was waiting for, waited behind it.
   func commitQueued(then committed: () -> Void) throws -> [UInt64] {
-    pthread_mutex_lock(mutex)
-    let removals: [UInt64]
-    do {
-      removals = try commit { _ in }.removals
-    } catch {
-      pthread_mutex_unlock(mutex)
-      throw error
-    }
-    pthread_mutex_unlock(mutex)
+    let removals = try locked { try commit { _ in }.removals }
     committed()
     return removals
+  }
+
+  private func locked<T>(_ body: () throws -> T) rethrows -> T {
+    pthread_mutex_lock(mutex)
+    defer { pthread_mutex_unlock(mutex) }
+    return try body()
   }
 
   /// Commits the queued changes, and leaves the working files that the commit lets go to the
   /// queue's thread (after its next commit): for an `fsync`, which waits for neither them nor
   /// their unlinks.
   func commitLeavingRemovals() throws {
-    pthread_mutex_lock(mutex)
-    defer { pthread_mutex_unlock(mutex) }
-    // Taking the lock waited for a commit in progress; with nothing left, an empty
-    // transaction would only cost its locks of the shared-memory index.
-    guard commits.hasPending else { return }
-    let removals = try commit { _ in }.removals
-    if !removals.isEmpty { commits.addRemovals(removals) }
+    try locked {
+      // Taking the lock waited for a commit in progress; with nothing left, an empty
+      // transaction would only cost its locks of the shared-memory index.
+      guard commits.hasPending else { return }
+      let removals = try commit { _ in }.removals
+      if !removals.isEmpty { commits.addRemovals(removals) }
+    }
   }
 
   /// Reads what is committed. The tree's queued changes are not committed first: the engine
