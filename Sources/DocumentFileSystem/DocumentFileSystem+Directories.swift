@@ -45,7 +45,7 @@ extension DocumentFileSystem {
     throws(Errno) -> stat
   {
     try lock.withLock { () throws(Errno) -> stat in
-      let folder = try prepareNewName(parent: parent, name: name)
+      let folder = try prepareNewName(parent: parent, name: name, caller: caller)
       let record = newRecord(in: folder, mode: UInt32(S_IFDIR) | (mode & 0o7777), caller: caller)
       return try attributes(insert(record, name: name, in: folder))
     }
@@ -62,7 +62,7 @@ extension DocumentFileSystem {
       case S_IFREG, S_IFIFO, S_IFCHR, S_IFBLK, S_IFSOCK: break
       default: throw .invalidArgument
       }
-      let folder = try prepareNewName(parent: parent, name: name)
+      let folder = try prepareNewName(parent: parent, name: name, caller: caller)
       let isDevice = type == UInt32(S_IFCHR) || type == UInt32(S_IFBLK)
       let record = newRecord(
         in: folder, mode: type | (mode & 0o7777), caller: caller, rdev: isDevice ? device : 0)
@@ -79,7 +79,7 @@ extension DocumentFileSystem {
   {
     try lock.withLock { () throws(Errno) -> stat in
       if target.count >= Int(PATH_MAX) { throw .fileNameTooLong }
-      let folder = try prepareNewName(parent: parent, name: name)
+      let folder = try prepareNewName(parent: parent, name: name, caller: caller)
       var record = newRecord(in: folder, mode: UInt32(S_IFLNK) | 0o777, caller: caller)
       record.target = target
       return try attributes(insert(record, name: name, in: folder))
@@ -93,7 +93,7 @@ extension DocumentFileSystem {
     if Self.isVirtual(inode) { throw .readOnlyFileSystem }
     return try lock.withLock { () throws(Errno) -> stat in
       let node = try node(inode)
-      let folder = try prepareNewName(parent: newParent, name: newName)
+      let folder = try prepareNewName(parent: newParent, name: newName, caller: caller)
       if node.isDirectory { throw .notPermitted }
       if node.isRemoved { throw .noSuchFileOrDirectory }
       let now = currentTime()
@@ -146,6 +146,7 @@ extension DocumentFileSystem {
       guard let inode = folder.children[name], let child = nodes[inode] else {
         throw .noSuchFileOrDirectory
       }
+      try requireMayRemove(child, from: folder, caller)
       if child.isDirectory { throw .isDirectory }
       try remove(child, name: name, from: folder)
     }
@@ -163,6 +164,7 @@ extension DocumentFileSystem {
       guard let inode = folder.children[name], let child = nodes[inode] else {
         throw .noSuchFileOrDirectory
       }
+      try requireMayRemove(child, from: folder, caller)
       guard child.isDirectory else { throw .notDirectory }
       guard child.children.isEmpty else { throw .directoryNotEmpty }
       try remove(child, name: name, from: folder)
@@ -236,6 +238,8 @@ extension DocumentFileSystem {
       if to.isRemoved { throw .noSuchFileOrDirectory }
       let targetInode = to.children[newName]
       let target = targetInode.flatMap { nodes[$0] }
+      try requireMayRename(
+        source, from: from, target: target, to: to, exchange: options.contains(.exchange), caller)
       let now = currentTime()
 
       if options.contains(.exchange) {
@@ -322,10 +326,13 @@ extension DocumentFileSystem {
   // MARK: - Listing
 
   /// opendir.
-  public func openDirectory(inode: UInt64) throws(Errno) -> UInt64 {
-    if Self.isVirtual(inode) { _ = try virtualListing(inode) }
+  public func openDirectory(inode: UInt64, caller: Caller) throws(Errno) -> UInt64 {
+    if Self.isVirtual(inode) {
+      _ = try virtualListing(inode)
+      try requireVirtual(AccessCheck.read, inode, caller)
+    }
     return try lock.withLock { () throws(Errno) -> UInt64 in
-      if !Self.isVirtual(inode) { _ = try directory(inode) }
+      if !Self.isVirtual(inode) { try require(AccessCheck.read, directory(inode), caller) }
       let handle = nextDirectoryHandle
       nextDirectoryHandle += 1
       directoryHandles[handle] = DirectoryHandle(inode: inode)

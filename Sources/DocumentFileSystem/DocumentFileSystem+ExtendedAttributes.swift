@@ -40,6 +40,7 @@ extension DocumentFileSystem {
       guard Self.isUserAttribute(name) else { throw .notSupportedOnSocket }
       // As Linux: user attributes exist only on regular files and folders.
       guard node.isRegular || node.isDirectory else { throw .notPermitted }
+      try require(AccessCheck.write, node, caller)
       if value.count > Self.maximumAttributeValue { throw .argListTooLong }
       let exists = node.extendedAttributes[name] != nil
       if flags & Self.createOnly != 0 && exists { throw .fileExists }
@@ -55,10 +56,16 @@ extension DocumentFileSystem {
   }
 
   /// getxattr: the whole value.
-  public func extendedAttribute(inode: UInt64, name: [UInt8]) throws(Errno) -> [UInt8] {
+  public func extendedAttribute(inode: UInt64, name: [UInt8], caller: Caller) throws(Errno)
+    -> [UInt8]
+  {
     if Self.isVirtual(inode) {
+      if Self.isUserAttribute(name) { try requireVirtual(AccessCheck.read, inode, caller) }
       guard let value = virtualExtendedAttributes(inode)[name] else { throw .noData }
       return value
+    }
+    if Self.isUserAttribute(name) {
+      try lock.withLock { () throws(Errno) in try require(AccessCheck.read, node(inode), caller) }
     }
     if name == Self.conflictsAttribute {
       guard let count = conflictCount(of: inode) else { throw .noData }
@@ -88,6 +95,7 @@ extension DocumentFileSystem {
     if Self.isVirtual(inode) { throw .readOnlyFileSystem }
     try lock.withLock { () throws(Errno) in
       let node = try node(inode)
+      if Self.isUserAttribute(name) { try require(AccessCheck.write, node, caller) }
       guard node.extendedAttributes[name] != nil else { throw .noData }
       touchChangeTime(node)
       try persist([.deleteExtendedAttribute(inode: inode, name: name), .putInode(node.record)])

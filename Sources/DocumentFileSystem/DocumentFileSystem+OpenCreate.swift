@@ -11,7 +11,7 @@ public struct OpenFile: Sendable {
 extension DocumentFileSystem {
   /// The flags of an open that carry over to the working file. The working file is always
   /// opened for reading and writing: the kernel reads pages of files opened write-only
-  /// (partial page writes, mmap), and the mount's own permission checks are the kernel's.
+  /// (partial page writes, mmap), and the open's permissions are checked before (`require`).
   static func workingFileFlags(_ flags: Int32) -> Int32 {
     O_RDWR | O_CLOEXEC | (flags & (O_APPEND | O_TRUNC | O_SYNC | O_DSYNC))
   }
@@ -40,7 +40,7 @@ extension DocumentFileSystem {
     throws(Errno) -> (stat, OpenFile)
   {
     try lock.withLock { () throws(Errno) -> (stat, OpenFile) in
-      let folder = try prepareNewName(parent: parent, name: name)
+      let folder = try prepareNewName(parent: parent, name: name, caller: caller)
       let record = newRecord(in: folder, mode: UInt32(S_IFREG) | (mode & 0o7777), caller: caller)
       guard let fd = try createWorkingFile(record.inode, flags: flags) else { throw .ioError }
       let node: Node
@@ -60,13 +60,17 @@ extension DocumentFileSystem {
 
   /// open.
   public func open(inode: UInt64, flags: Int32, caller: Caller) throws(Errno) -> OpenFile {
-    if Self.isVirtual(inode) { return try virtualOpen(inode, flags: flags) }
+    if Self.isVirtual(inode) {
+      try requireVirtual(Self.accessWanted(openFlags: flags) & AccessCheck.read, inode, caller)
+      return try virtualOpen(inode, flags: flags)
+    }
     return try lock.withLock { () throws(Errno) -> OpenFile in
       let node = try node(inode)
       if node.isDirectory { throw .isDirectory }
       guard node.isRegular else {
         throw node.isSymlink ? .tooManySymbolicLinkLevels : .notSupported
       }
+      try require(Self.accessWanted(openFlags: flags), node, caller)
       let fd = openat(store.workingFiles, workingFileName(inode), Self.workingFileFlags(flags))
       guard fd >= 0 else { throw Errno(rawValue: errno) }
       let writable = flags & O_ACCMODE != O_RDONLY

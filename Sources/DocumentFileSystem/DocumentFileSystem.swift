@@ -3,22 +3,6 @@ import LocalStore
 import SyncEngine
 import SystemPackage
 
-/// Who asks for an operation: the calling process's ids, as the kernel reports them.
-public struct Caller: Sendable {
-  public var uid: UInt32
-  public var gid: UInt32
-  public var pid: Int32
-
-  public init(uid: UInt32, gid: UInt32, pid: Int32 = 0) {
-    self.uid = uid
-    self.gid = gid
-    self.pid = pid
-  }
-
-  /// The process that runs this code.
-  public static var current: Caller { Caller(uid: getuid(), gid: getgid(), pid: getpid()) }
-}
-
 /// The changes that one setattr asks for; nil means unchanged.
 public struct AttributeUpdate: Sendable {
   /// A time to set: now, or a given time.
@@ -114,15 +98,19 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// The permission bits that what docsync makes by itself leaves out (the mount's umask): the
   /// root, files and folders that arrive from other devices, and the `.versions` tree.
   public let creationMask: UInt32
+  /// Whether operations check the caller's permissions themselves, as a local disk would:
+  /// for mounts where the kernel does not (no `default_permissions`).
+  public let checksPermissions: Bool
 
   /// Loads the tree of `store`, creating an empty root owned by `owner` on first use;
   /// `creationMask` defaults to this process's umask.
   public init(
     store: LocalStore, engine: SyncEngine? = nil, owner: Caller = .current,
-    creationMask: UInt32? = nil
+    creationMask: UInt32? = nil, checksPermissions: Bool = false
   ) throws(Errno) {
     self.store = store
     self.engine = engine
+    self.checksPermissions = checksPermissions
     self.creationMask = (creationMask ?? Self.processUmask()) & 0o777
     // The rows come one at a time and become nodes at once: a large tree's rows are never all
     // in memory beside its nodes.
@@ -276,7 +264,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   /// Checks a name that is about to be created in `parent`.
-  func prepareNewName(parent: UInt64, name: [UInt8]) throws(Errno) -> Node {
+  func prepareNewName(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) -> Node {
     if Self.isVirtual(parent) { throw .readOnlyFileSystem }
     try Self.validate(name: name)
     let folder = try directory(parent)
@@ -284,6 +272,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if Self.isReserved(parent: parent, name: name) || folder.children[name] != nil {
       throw .fileExists
     }
+    try require(AccessCheck.write | AccessCheck.execute, folder, caller)
     return folder
   }
 
@@ -389,7 +378,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     var result = stat()
     result.st_ino = UInt(Self.versionsInode)
     // The owner may write the folders of `.versions`, so that `rm`, `rm -r` and `mv` out
-    // pass the kernel's permission checks (default_permissions) and a file manager offers
+    // pass the permission checks (the kernel's or docsync's) and a file manager offers
     // them; creating, renaming within and writing are refused by the operations themselves.
     result.st_mode = UInt32(S_IFDIR) | (root.mode & 0o555) | 0o200
     result.st_nlink = 2
@@ -414,10 +403,14 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   /// Finds `name` in `parent`; the kernel then holds one more reference to the inode.
-  public func lookup(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
-    if Self.isVirtual(parent) { return try virtualLookup(parent: parent, name: name) }
+  public func lookup(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) -> stat {
+    if Self.isVirtual(parent) {
+      try requireVirtual(AccessCheck.execute, parent, caller)
+      return try virtualLookup(parent: parent, name: name)
+    }
     return try lock.withLock { () throws(Errno) -> stat in
       let folder = try directory(parent)
+      try require(AccessCheck.execute, folder, caller)
       if Self.isDotOrDotDot(name) {
         let target = try node(name.count == 1 || parent == Self.rootInode ? parent : folder.parent)
         target.lookups += 1
@@ -451,6 +444,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
     if Self.isVirtual(inode) { throw .readOnlyFileSystem }
     return try lock.withLock { () throws(Errno) -> stat in
       let node = try node(inode)
+      try requireMayChange(node, update, caller)
+      let (oldMode, oldUID, oldGID) = (node.mode, node.uid, node.gid)
       let name = workingFileName(inode)
       if let size = update.size {
         guard node.isRegular else { throw node.isDirectory ? .isDirectory : .invalidArgument }
@@ -468,7 +463,10 @@ public final class DocumentFileSystem: @unchecked Sendable {
       }
       var changed = false
       if let mode = update.mode {
-        node.mode = node.type | (mode & 0o7777)
+        let allowed =
+          checksPermissions
+          ? AccessCheck.modeAfterChange(mode, gid: node.gid, caller: caller) : mode
+        node.mode = node.type | (allowed & 0o7777)
         changed = true
       } else if update.clearSetID, !node.isDirectory, Self.clearingSetID(node.mode) != node.mode {
         node.mode = Self.clearingSetID(node.mode)
@@ -510,6 +508,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
       if changed {
         touchChangeTime(node)
         try persist([.putInode(node.record)])
+        dropCachedNamesIfSearchLost(node, oldMode: oldMode, oldUID: oldUID, oldGID: oldGID)
       }
       if update.size != nil || update.mode != nil || update.modificationTime != nil {
         noteWrite(node)
@@ -543,15 +542,10 @@ public final class DocumentFileSystem: @unchecked Sendable {
         (mode, uid, gid) = (node.mode, node.uid, node.gid)
       }
       if mask == F_OK { return }
-      if caller.uid == 0 {
-        if mask & X_OK != 0 && mode & 0o111 == 0 && mode & UInt32(S_IFMT) != UInt32(S_IFDIR) {
-          throw .permissionDenied
-        }
-        return
+      // FUSE_ACCESS comes only where the kernel leaves modes to docsync, so it always checks.
+      if !AccessCheck.allows(UInt32(mask) & 7, mode: mode, uid: uid, gid: gid, caller: caller) {
+        throw .permissionDenied
       }
-      let granted: UInt32 =
-        caller.uid == uid ? (mode >> 6) & 7 : caller.gid == gid ? (mode >> 3) & 7 : mode & 7
-      if UInt32(mask) & ~granted & 7 != 0 { throw .permissionDenied }
     }
   }
 

@@ -54,7 +54,7 @@ public enum ConformanceSuite {
   /// All checks, in a stable order.
   public static let checks: [ConformanceCheck] =
     fileChecks + attributeChecks + directoryChecks + renameChecks + linkChecks
-    + extendedAttributeChecks + nameChecks + lockChecks + versionsChecks
+    + extendedAttributeChecks + nameChecks + lockChecks + versionsChecks + permissionChecks
 
   /// The checks whose requirements `capabilities` meets.
   public static func checks(for capabilities: SubjectCapabilities) -> [ConformanceCheck] {

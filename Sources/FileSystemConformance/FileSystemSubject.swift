@@ -142,10 +142,14 @@ public struct SubjectCapabilities: OptionSet, Sendable, Hashable, CustomStringCo
   public static let changeOwner = SubjectCapabilities(rawValue: 1 << 3)
   /// The subject root is the root of a docsync mount: `.versions` is reserved there.
   public static let docsyncRoot = SubjectCapabilities(rawValue: 1 << 4)
+  /// The caller's own modes bind it (it is not root): a file without write permission cannot
+  /// be written, a folder without search permission cannot be walked.
+  public static let permissionChecks = SubjectCapabilities(rawValue: 1 << 5)
 
   static let names: [(SubjectCapabilities, String)] = [
     (.mmap, "mmap"), (.locks, "locks"), (.deviceNodes, "deviceNodes"),
     (.changeOwner, "changeOwner"), (.docsyncRoot, "docsyncRoot"),
+    (.permissionChecks, "permissionChecks"),
   ]
 
   public var description: String {

@@ -21,9 +21,10 @@ public struct PosixSubject: FileSystemSubject {
   }
 
   /// What a local disk offers this process: mmap and locks always; device nodes and chown to
-  /// anyone only as root.
+  /// anyone only as root; permission checks that bind the caller only for other users.
   public static var defaultCapabilities: SubjectCapabilities {
-    geteuid() == 0 ? [.mmap, .locks, .deviceNodes, .changeOwner] : [.mmap, .locks]
+    geteuid() == 0
+      ? [.mmap, .locks, .deviceNodes, .changeOwner] : [.mmap, .locks, .permissionChecks]
   }
 
   // MARK: Attributes

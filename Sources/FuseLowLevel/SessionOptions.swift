@@ -2,7 +2,7 @@ import Glibc
 
 /// How a `Session` mounts and serves: everything that becomes a libfuse option.
 ///
-/// On unless only root can reach the mount: `default_permissions`, so the kernel checks modes.
+/// `default_permissions`, so the kernel checks modes, only where other users can reach the mount.
 /// The mount stays private to its owner unless `allowOther`. Never on: `noatime`.
 public struct SessionOptions: Sendable {
   public var mountPoint: String
@@ -14,7 +14,7 @@ public struct SessionOptions: Sendable {
   /// /etc/fuse.conf unless the mounter is root.
   public var allowOther: Bool
   /// Have the kernel check every access against the modes (`default_permissions`). Needed
-  /// whenever a caller may lack CAP_DAC_OVERRIDE; `kernelChecksModes(allowOther:)` says when.
+  /// where other users reach the mount; `kernelChecksModes(allowOther:)` says when.
   public var checksModes: Bool
   /// Let the kernel cache writes and send them later; off until the file system is ready for
   /// the kernel to own mtime and size between flushes.
@@ -59,14 +59,15 @@ public struct SessionOptions: Sendable {
     self.debug = debug
   }
 
-  /// Whether a mount needs the kernel's mode checks. A private mount of root's is reached only
-  /// by root, whom the checks let through anyway; under them the kernel would still refresh a
-  /// folder's attributes after every create, rename and unlink in it (one GETATTR each) and
-  /// leave the quick path walk whenever a folder's attributes are stale. Executable bits are
-  /// checked either way.
-  public static func kernelChecksModes(allowOther: Bool, effectiveUser: uid_t = geteuid())
-    -> Bool
-  {
-    allowOther || effectiveUser != 0
+  /// Whether a mount needs the kernel's mode checks: only where other users reach it. A private
+  /// mount is reached only by processes whose user and group ids are all the mounter's
+  /// (fuse_allow_current_process), so it is no boundary between users, and the file system
+  /// checks modes for them itself (`DocumentFileSystem.checksPermissions`), as passthrough_ll
+  /// leaves them to its backing disk. Under the kernel's checks, every create, rename and
+  /// unlink in a folder drops the folder's cached attributes (fuse_dir_changed), so the next
+  /// one in it waits for a GETATTR first: two of the eleven requests of an editor's save.
+  /// Executable bits of files are checked by the kernel either way.
+  public static func kernelChecksModes(allowOther: Bool) -> Bool {
+    allowOther
   }
 }

@@ -69,7 +69,7 @@ public final class DocumentMount: LowLevelFileSystem {
   public func lookup(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Entry, Errno>
   {
     let result = run { () throws(Errno) in
-      entry(try fileSystem.lookup(parent: parent, name: name))
+      entry(try fileSystem.lookup(parent: parent, name: name, caller: caller(context)))
     }
     // A name that is not there is remembered by the kernel as long as a name that is (git,
     // make and shells look the same missing names up again and again). Names made through
@@ -267,7 +267,8 @@ public final class DocumentMount: LowLevelFileSystem {
       // own, so they are listed afresh.
       let cached = !DocumentFileSystem.isVirtual(inode)
       return OpenReply(
-        handle: try fileSystem.openDirectory(inode: inode), keepCache: cached,
+        handle: try fileSystem.openDirectory(inode: inode, caller: caller(context)),
+        keepCache: cached,
         cacheDirectory: cached)
     }
   }
@@ -323,7 +324,9 @@ public final class DocumentMount: LowLevelFileSystem {
   public func getExtendedAttribute(inode: UInt64, name: [UInt8], context: RequestContext)
     -> Result<[UInt8], Errno>
   {
-    run { () throws(Errno) in try fileSystem.extendedAttribute(inode: inode, name: name) }
+    run { () throws(Errno) in
+      try fileSystem.extendedAttribute(inode: inode, name: name, caller: caller(context))
+    }
   }
 
   public func listExtendedAttributes(inode: UInt64, context: RequestContext) -> Result<

@@ -290,7 +290,9 @@ struct MountCommand: ParsableCommand {
     }
     let fileSystem: DocumentFileSystem
     do {
-      fileSystem = try DocumentFileSystem(store: store, engine: engine)
+      fileSystem = try DocumentFileSystem(
+        store: store, engine: engine,
+        checksPermissions: !SessionOptions.kernelChecksModes(allowOther: allowOther))
     } catch {
       throw CommandFailure("cannot read the state in \(folder): \(error)")
     }

@@ -59,17 +59,18 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
       fs.shutdown()
     }
     let fs = try open()
-    let notes = try fs.lookup(parent: root, name: bytes("notes"))
+    let notes = try fs.lookup(parent: root, name: bytes("notes"), caller: me)
     #expect(UInt64(notes.st_ino) == inodes["notes"])
     #expect(notes.st_mode == UInt32(S_IFDIR) | 0o750)
     #expect(notes.st_uid == 1000)
-    let plan = try fs.lookup(parent: UInt64(notes.st_ino), name: bytes("plan.md"))
+    let plan = try fs.lookup(parent: UInt64(notes.st_ino), name: bytes("plan.md"), caller: me)
     #expect(UInt64(plan.st_ino) == inodes["plan"])
     #expect(plan.st_size == 5)
     #expect(plan.st_mode == UInt32(S_IFREG) | 0o640)
     #expect(
-      try fs.extendedAttribute(inode: UInt64(plan.st_ino), name: bytes("user.tag")) == bytes("v"))
-    let link = try fs.lookup(parent: root, name: bytes("latest"))
+      try fs.extendedAttribute(inode: UInt64(plan.st_ino), name: bytes("user.tag"), caller: me)
+        == bytes("v"))
+    let link = try fs.lookup(parent: root, name: bytes("latest"), caller: me)
     #expect(UInt64(link.st_ino) == inodes["link"])
     #expect(try fs.readLink(inode: UInt64(link.st_ino)) == bytes("notes/plan.md"))
     let file = try fs.open(inode: UInt64(plan.st_ino), flags: O_RDONLY, caller: me)
@@ -124,7 +125,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     }
     try fs.unlink(parent: root, name: bytes("doomed"), caller: me)
     #expect(throws: Errno.noSuchFileOrDirectory) {
-      try fs.lookup(parent: root, name: bytes("doomed"))
+      try fs.lookup(parent: root, name: bytes("doomed"), caller: me)
     }
     #expect(try fs.read(handle: file.handle, offset: 0, count: 64) == bytes("still here"))
     #expect(try fs.attributes(inode: inode).st_nlink == 0)
@@ -140,7 +141,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
   @Test func versionsIsAReservedReadOnlyFolderAtTheRootOnly() throws {
     let fs = try open()
-    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName)
+    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName, caller: me)
     #expect(UInt64(versions.st_ino) == DocumentFileSystem.versionsInode)
     // Writable by its owner so that the kernel lets `rm` and `mv` out of it; the operations
     // themselves refuse everything else.
@@ -185,7 +186,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
   @Test func historyIsAReservedHiddenReadOnlyFolderAtTheRootOnly() throws {
     let fs = try open()
-    let history = try fs.lookup(parent: root, name: DocumentFileSystem.historyName)
+    let history = try fs.lookup(parent: root, name: DocumentFileSystem.historyName, caller: me)
     #expect(UInt64(history.st_ino) == DocumentFileSystem.historyInode)
     // Nobody writes it, its owner included: earlier versions go only by retention.
     #expect(history.st_mode == UInt32(S_IFDIR) | 0o555)
@@ -226,7 +227,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
   @Test func whatDocsyncMakesFollowsTheMountsUmask() throws {
     let fs = try open(creationMask: 0o077)
     #expect(try fs.attributes(inode: root).st_mode == UInt32(S_IFDIR) | 0o700)
-    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName)
+    let versions = try fs.lookup(parent: root, name: DocumentFileSystem.versionsName, caller: me)
     #expect(versions.st_mode == UInt32(S_IFDIR) | 0o700)
     // The owner may remove entries of `.versions` (write on the folder) but write nothing in it.
     try fs.access(inode: DocumentFileSystem.versionsInode, mask: W_OK | X_OK, caller: me)
@@ -245,7 +246,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
       inodes.append(UInt64(attributes.st_ino))
       fs.forget(inode: UInt64(attributes.st_ino), count: 1)
     }
-    let handle = try fs.openDirectory(inode: root)
+    let handle = try fs.openDirectory(inode: root, caller: me)
     var taken: [UInt64] = []
     // ".", "..", ".versions", then the three folders: take the first folder only.
     try fs.readDirectory(inode: root, handle: handle, offset: 0, plus: true) { entry in
@@ -325,7 +326,7 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
   }
 
   func listing(_ fs: DocumentFileSystem, _ inode: UInt64) -> [[UInt8]] {
-    guard let handle = try? fs.openDirectory(inode: inode) else { return [] }
+    guard let handle = try? fs.openDirectory(inode: inode, caller: me) else { return [] }
     defer { fs.releaseDirectory(handle: handle) }
     var names: [[UInt8]] = []
     try? fs.readDirectory(inode: inode, handle: handle, offset: 0, plus: false) { entry in

@@ -8,8 +8,8 @@ import SystemPackage
 /// walked component by component with lookup, as the kernel would, and released with forget.
 final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   let fileSystem: DocumentFileSystem
-  let capabilities: SubjectCapabilities = [.changeOwner, .deviceNodes, .docsyncRoot]
-  let caller = FileSystemConformance.Caller(user: getuid(), group: getgid())
+  let capabilities: SubjectCapabilities
+  let caller: FileSystemConformance.Caller
   private let requester: DocumentCaller
   private let umaskBits: UInt32
   private let lock = NSLockLike()
@@ -18,9 +18,19 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   private var nextId: UInt64 = 1
   private let root = DocumentFileSystem.rootInode
 
-  init(stateFolder: String) throws {
-    fileSystem = try DocumentFileSystem(store: LocalStore(directory: stateFolder))
-    requester = DocumentCaller(uid: getuid(), gid: getgid())
+  /// Operations come from this process's user; with `unprivileged`, from that user and group
+  /// instead, who own the root, and the file system checks their permissions itself, as it
+  /// does for the private mount of an ordinary user.
+  init(stateFolder: String, unprivileged: (uid: UInt32, gid: UInt32)? = nil) throws {
+    let identity = unprivileged ?? (getuid(), getgid())
+    requester = DocumentCaller(uid: identity.uid, gid: identity.gid)
+    caller = FileSystemConformance.Caller(user: identity.uid, group: identity.gid)
+    fileSystem = try DocumentFileSystem(
+      store: LocalStore(directory: stateFolder), owner: requester,
+      checksPermissions: unprivileged != nil)
+    capabilities =
+      unprivileged == nil
+      ? [.changeOwner, .deviceNodes, .docsyncRoot] : [.docsyncRoot, .permissionChecks]
     // The kernel applies the umask before a request reaches a FUSE file system.
     let current = umask(0)
     umask(current)
@@ -34,7 +44,7 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   }
 
   private func lookup(_ parent: UInt64, _ name: [UInt8]) throws -> stat {
-    let attributes = try fileSystem.lookup(parent: parent, name: name)
+    let attributes = try fileSystem.lookup(parent: parent, name: name, caller: requester)
     fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
     return attributes
   }
@@ -184,7 +194,7 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
     let inode = try resolve(path)
     let attributes = try fileSystem.attributes(inode: inode)
     if attributes.st_mode & UInt32(S_IFMT) != UInt32(S_IFDIR) { throw Errno.notDirectory }
-    let handle = try fileSystem.openDirectory(inode: inode)
+    let handle = try fileSystem.openDirectory(inode: inode, caller: requester)
     return OpenDirectory(id: register { directories[$0] = (inode, handle, 0) })
   }
 
@@ -255,7 +265,8 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
       return FileSystemConformance.OpenFile(id: register { files[$0] = (inode, nil, false) })
     }
     let opened = try fileSystem.open(inode: inode, flags: flags, caller: requester)
-    if options.contains(.truncate) && options.contains(.write) {
+    // As Linux: O_TRUNC truncates whatever the access mode (it then needs write permission).
+    if options.contains(.truncate) {
       _ = try fileSystem.setAttributes(
         inode: inode, update: AttributeUpdate(size: 0, handle: opened.handle), caller: requester)
     }
@@ -356,11 +367,14 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
   // MARK: Extended attributes
 
   func extendedAttributeSize(_ path: String, name: String) throws -> Int {
-    try fileSystem.extendedAttribute(inode: resolve(path), name: Array(name.utf8)).count
+    try fileSystem.extendedAttribute(
+      inode: resolve(path), name: Array(name.utf8), caller: requester
+    ).count
   }
 
   func getExtendedAttribute(_ path: String, name: String, capacity: Int) throws -> [UInt8] {
-    let value = try fileSystem.extendedAttribute(inode: resolve(path), name: Array(name.utf8))
+    let value = try fileSystem.extendedAttribute(
+      inode: resolve(path), name: Array(name.utf8), caller: requester)
     if value.count > capacity { throw Errno.outOfRange }
     return value
   }

@@ -24,7 +24,8 @@ struct PlainFolderTests {
       print("excluded on a plain folder, requires \(check.requires): \(check.name)")
     }
     let allowed: SubjectCapabilities =
-      geteuid() == 0 ? .docsyncRoot : [.docsyncRoot, .deviceNodes, .changeOwner]
+      geteuid() == 0
+      ? [.docsyncRoot, .permissionChecks] : [.docsyncRoot, .deviceNodes, .changeOwner]
     #expect(excluded.allSatisfy { !$0.requires.intersection(allowed).isEmpty })
     #expect(!excluded.isEmpty)
   }

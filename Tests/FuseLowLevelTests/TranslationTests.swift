@@ -233,11 +233,9 @@ struct SessionOptionsTests {
       ])
   }
 
-  @Test func onlyRootsPrivateMountGoesWithoutTheKernelsModeChecks() {
-    #expect(!SessionOptions.kernelChecksModes(allowOther: false, effectiveUser: 0))
-    #expect(SessionOptions.kernelChecksModes(allowOther: true, effectiveUser: 0))
-    #expect(SessionOptions.kernelChecksModes(allowOther: false, effectiveUser: 1000))
-    #expect(SessionOptions.kernelChecksModes(allowOther: true, effectiveUser: 1000))
+  @Test func onlySharedMountsHaveTheKernelCheckModes() {
+    #expect(!SessionOptions.kernelChecksModes(allowOther: false))
+    #expect(SessionOptions.kernelChecksModes(allowOther: true))
     let options = SessionOptions(mountPoint: "/mnt/docs", checksModes: false)
     #expect(options.arguments == ["docsync", "-o", "fsname=docsync,subtype=docsync"])
   }

@@ -22,6 +22,35 @@ struct RequestCountTests {
       .split(separator: "\n").count
   }
 
+  /// An editor's atomic save (create a temporary file, write, fsync, rename it over the
+  /// document) asks for no folder's attributes: under `default_permissions`, which docsync
+  /// leaves to shared mounts, the kernel forgot the folder's mode at every create and rename
+  /// and asked for it again before the next one, two GETATTRs of eleven requests a save.
+  @Test(.needs())
+  func anAtomicSaveAsksForNoAttributes() throws {
+    try MountFixture.withMount(options: ["--fuse-debug"]) { m throws in
+      #expect(mkdir(m.path("notes"), 0o755) == 0)
+      func save(_ round: Int) {
+        let temporary = m.path("notes/.plan.md.tmp")
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        #expect(fd >= 0, "create: errno \(errno)")
+        let text = Array("save \(round)\n".utf8)
+        #expect(write(fd, text, text.count) == text.count)
+        #expect(fsync(fd) == 0)
+        #expect(close(fd) == 0)
+        #expect(rename(temporary, m.path("notes/plan.md")) == 0, "rename: errno \(errno)")
+      }
+      save(0)
+      let before = try Self.lineCount(m)
+      for round in 1...20 { save(round) }
+      let getattrs = try Self.count("GETATTR", in: m, after: before)
+      let renames = try Self.count("RENAME", in: m, after: before)
+      #expect(getattrs == 0, "\(m.logTail())")
+      #expect(renames == 20)
+      #expect(try String(contentsOfFile: m.path("notes/plan.md"), encoding: .utf8) == "save 20\n")
+    }
+  }
+
   /// The kernel keeps a symlink's target (FUSE_CACHE_SYMLINKS): following a link five times
   /// and reading it five times asks the daemon once, where it asked ten times.
   @Test(.needs())

@@ -45,7 +45,7 @@ final class Device: @unchecked Sendable {
   func inode(_ path: String) throws -> UInt64 {
     var inode = DocumentFileSystem.rootInode
     for part in path.split(separator: "/") {
-      let attributes = try fileSystem.lookup(parent: inode, name: Array(part.utf8))
+      let attributes = try fileSystem.lookup(parent: inode, name: Array(part.utf8), caller: me)
       fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
       inode = UInt64(attributes.st_ino)
     }
@@ -70,7 +70,7 @@ final class Device: @unchecked Sendable {
     let parent = try inode(parts.dropLast().joined(separator: "/"))
     let name = Array(parts.last!.utf8)
     let handle: UInt64
-    if let existing = try? fileSystem.lookup(parent: parent, name: name) {
+    if let existing = try? fileSystem.lookup(parent: parent, name: name, caller: me) {
       fileSystem.forget(inode: UInt64(existing.st_ino), count: 1)
       handle = try fileSystem.open(inode: UInt64(existing.st_ino), flags: O_WRONLY, caller: me)
         .handle
@@ -98,7 +98,7 @@ final class Device: @unchecked Sendable {
 
   func versions(_ path: String) throws -> [String] {
     let folder = try inode(".versions/" + path)
-    let handle = try fileSystem.openDirectory(inode: folder)
+    let handle = try fileSystem.openDirectory(inode: folder, caller: me)
     defer { fileSystem.releaseDirectory(handle: handle) }
     var names: [String] = []
     try fileSystem.readDirectory(inode: folder, handle: handle, offset: 0, plus: false) { entry in

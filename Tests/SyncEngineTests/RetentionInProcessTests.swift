@@ -43,7 +43,7 @@ struct RetentionInProcessTests {
 
   func historyNames(_ device: Device, _ path: String) throws -> [String] {
     let folder = try device.inode(".history/" + path)
-    let handle = try device.fileSystem.openDirectory(inode: folder)
+    let handle = try device.fileSystem.openDirectory(inode: folder, caller: .current)
     defer { device.fileSystem.releaseDirectory(handle: handle) }
     var names: [String] = []
     try device.fileSystem.readDirectory(inode: folder, handle: handle, offset: 0, plus: false) {

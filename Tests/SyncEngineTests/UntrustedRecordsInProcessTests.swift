@@ -102,7 +102,7 @@ struct UntrustedRecordsInProcessTests {
 
   private func rootNames(_ device: Device) throws -> [String] {
     let root = DocumentFileSystem.rootInode
-    let handle = try device.fileSystem.openDirectory(inode: root)
+    let handle = try device.fileSystem.openDirectory(inode: root, caller: .current)
     defer { device.fileSystem.releaseDirectory(handle: handle) }
     var names: [String] = []
     try device.fileSystem.readDirectory(inode: root, handle: handle, offset: 0, plus: false) {
