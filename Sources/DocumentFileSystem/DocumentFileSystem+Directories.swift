@@ -138,7 +138,10 @@ extension DocumentFileSystem {
 
   /// unlink.
   public func unlink(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
-    if Self.isVirtual(parent) { return try virtualUnlink(parent: parent, name: name) }
+    if Self.isVirtual(parent) {
+      try requireVirtual(AccessCheck.write | AccessCheck.execute, parent, caller)
+      return try virtualUnlink(parent: parent, name: name)
+    }
     try lock.withLock { () throws(Errno) in
       try Self.validate(name: name)
       let folder = try directory(parent)
@@ -154,7 +157,10 @@ extension DocumentFileSystem {
 
   /// rmdir.
   public func removeDirectory(parent: UInt64, name: [UInt8], caller: Caller) throws(Errno) {
-    if Self.isVirtual(parent) { return try virtualRemoveDirectory(parent: parent, name: name) }
+    if Self.isVirtual(parent) {
+      try requireVirtual(AccessCheck.write | AccessCheck.execute, parent, caller)
+      return try virtualRemoveDirectory(parent: parent, name: name)
+    }
     try lock.withLock { () throws(Errno) in
       try Self.validate(name: name)
       if name == Array(".".utf8) { throw .invalidArgument }
@@ -219,6 +225,16 @@ extension DocumentFileSystem {
     if Self.isVirtual(newParent) { throw .readOnlyFileSystem }
     if Self.isVirtual(parent) {
       if options.contains(.exchange) { throw .readOnlyFileSystem }
+      try requireVirtual(AccessCheck.write | AccessCheck.execute, parent, caller)
+      // Choosing a version replaces the document: the checks of a rename over it.
+      try lock.withLock { () throws(Errno) in
+        let to = try directory(newParent)
+        if let target = to.children[newName].flatMap({ nodes[$0] }) {
+          try requireMayRemove(target, from: to, caller)
+        } else {
+          try require(AccessCheck.write | AccessCheck.execute, to, caller)
+        }
+      }
       return try virtualRename(parent: parent, name: name, newParent: newParent, newName: newName)
     }
     try lock.withLock { () throws(Errno) in
