@@ -25,23 +25,9 @@ public struct Caller: Sendable {
     return Self.supplementaryGroups(of: pid).contains(group)
   }
 
-  /// The `Groups:` line of /proc/PID/status; empty when the process is gone.
+  /// The `Groups:` field of /proc/PID/status; empty when the process is gone.
   static func supplementaryGroups(of pid: Int32) -> [UInt32] {
-    let fd = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return [] }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let n = read(fd, &buffer, buffer.count)
-      if n <= 0 { break }
-      bytes += buffer[0..<n]
-    }
-    let text = String(decoding: bytes, as: UTF8.self)
-    for line in text.split(separator: "\n") where line.hasPrefix("Groups:") {
-      return line.dropFirst("Groups:".count).split(whereSeparator: { $0 == " " || $0 == "\t" })
-        .compactMap { UInt32($0) }
-    }
-    return []
+    guard let groups = ProcessStatus.field("Groups", of: String(pid)) else { return [] }
+    return groups.split(whereSeparator: { $0 == " " || $0 == "\t" }).compactMap { UInt32($0) }
   }
 }

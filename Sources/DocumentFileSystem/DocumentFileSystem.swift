@@ -194,21 +194,8 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// This process's umask, read from /proc so that it is never changed, not even for a
   /// moment while other threads create files (`umask(2)` can only be read by setting it).
   static func processUmask() -> UInt32 {
-    let fd = Glibc.open("/proc/self/status", O_RDONLY | O_CLOEXEC)
-    if fd >= 0 {
-      defer { close(fd) }
-      var bytes: [UInt8] = []
-      var buffer = [UInt8](repeating: 0, count: 4096)
-      while true {
-        let n = Glibc.read(fd, &buffer, buffer.count)
-        if n <= 0 { break }
-        bytes += buffer[0..<n]
-      }
-      let text = String(decoding: bytes, as: UTF8.self)
-      for line in text.split(separator: "\n") where line.hasPrefix("Umask:") {
-        let digits = line.dropFirst("Umask:".count).filter { $0 != " " && $0 != "\t" }
-        if let mask = UInt32(digits, radix: 8) { return mask }
-      }
+    if let field = ProcessStatus.field("Umask", of: "self"), let mask = UInt32(field, radix: 8) {
+      return mask
     }
     let mask = umask(0o022)
     umask(mask)

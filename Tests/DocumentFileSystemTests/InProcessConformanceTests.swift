@@ -4,13 +4,15 @@ import Testing
 /// The conformance suite in process against `DocumentFileSystem`, with no kernel in between.
 @Suite("conformance checks in process against DocumentFileSystem")
 struct InProcessConformanceTests {
-  static let subject: InProcessSubject = {
+  static let subject = freshSubject()
+
+  static func freshSubject(unprivileged: (uid: UInt32, gid: UInt32)? = nil) -> InProcessSubject {
     do {
-      return try InProcessSubject(stateFolder: temporaryFolder())
+      return try InProcessSubject(stateFolder: temporaryFolder(), unprivileged: unprivileged)
     } catch {
       fatalError("cannot open a fresh DocumentFileSystem: \(error)")
     }
-  }()
+  }
 
   @Test(arguments: ConformanceSuite.checks(for: subject.capabilities))
   func check(_ check: ConformanceCheck) throws {
@@ -27,13 +29,7 @@ struct InProcessConformanceTests {
 
   /// The same file system as an ordinary user's private mount serves it: the caller is not
   /// root and owns the root folder, and docsync checks its permissions itself.
-  static let unprivileged: InProcessSubject = {
-    do {
-      return try InProcessSubject(stateFolder: temporaryFolder(), unprivileged: (4321, 4321))
-    } catch {
-      fatalError("cannot open a fresh DocumentFileSystem: \(error)")
-    }
-  }()
+  static let unprivileged = freshSubject(unprivileged: (4321, 4321))
 
   @Test(arguments: ConformanceSuite.checks(for: unprivileged.capabilities))
   func checkAsAnOrdinaryUser(_ check: ConformanceCheck) throws {
