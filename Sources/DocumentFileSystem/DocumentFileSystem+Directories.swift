@@ -229,11 +229,7 @@ extension DocumentFileSystem {
       // Choosing a version replaces the document: the checks of a rename over it.
       try lock.withLock { () throws(Errno) in
         let to = try directory(newParent)
-        if let target = to.children[newName].flatMap({ nodes[$0] }) {
-          try requireMayRemove(target, from: to, caller)
-        } else {
-          try require(AccessCheck.write | AccessCheck.execute, to, caller)
-        }
+        try requireMayTake(to.children[newName].flatMap { nodes[$0] }, in: to, caller)
       }
       return try virtualRename(parent: parent, name: name, newParent: newParent, newName: newName)
     }

@@ -64,15 +64,15 @@ extension DocumentFileSystem {
       guard let value = virtualExtendedAttributes(inode)[name] else { throw .noData }
       return value
     }
-    if Self.isUserAttribute(name) {
-      try lock.withLock { () throws(Errno) in try require(AccessCheck.read, node(inode), caller) }
-    }
     if name == Self.conflictsAttribute {
+      try lock.withLock { () throws(Errno) in try require(AccessCheck.read, node(inode), caller) }
       guard let count = conflictCount(of: inode) else { throw .noData }
       return Array(String(count).utf8)
     }
     return try lock.withLock { () throws(Errno) -> [UInt8] in
-      guard let value = try node(inode).extendedAttributes[name] else { throw .noData }
+      let node = try node(inode)
+      if Self.isUserAttribute(name) { try require(AccessCheck.read, node, caller) }
+      guard let value = node.extendedAttributes[name] else { throw .noData }
       return value
     }
   }

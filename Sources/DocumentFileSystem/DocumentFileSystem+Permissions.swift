@@ -35,6 +35,16 @@ extension DocumentFileSystem {
     if !allowed { throw .notPermitted }
   }
 
+  /// The checks of a name that a rename (or choosing a version) moves into `folder`: replacing
+  /// `target` as `requireMayRemove` allows, or making a new name.
+  func requireMayTake(_ target: Node?, in folder: Node, _ caller: Caller) throws(Errno) {
+    if let target {
+      try requireMayRemove(target, from: folder, caller)
+    } else {
+      try require(AccessCheck.write | AccessCheck.execute, folder, caller)
+    }
+  }
+
   /// The checks of a rename, in vfs_rename's order: the source's name may go, the target's name
   /// may be replaced (or made), and a folder that changes parent must be writable (its `..`
   /// changes), as must the target folder that an exchange sends the other way.
@@ -43,11 +53,7 @@ extension DocumentFileSystem {
   ) throws(Errno) {
     guard checksPermissions else { return }
     try requireMayRemove(source, from: from, caller)
-    if let target {
-      try requireMayRemove(target, from: to, caller)
-    } else {
-      try require(AccessCheck.write | AccessCheck.execute, to, caller)
-    }
+    try requireMayTake(target, in: to, caller)
     guard from !== to else { return }
     if source.isDirectory { try require(AccessCheck.write, source, caller) }
     if exchange, let target, target.isDirectory { try require(AccessCheck.write, target, caller) }
