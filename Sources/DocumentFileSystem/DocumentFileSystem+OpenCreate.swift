@@ -54,6 +54,7 @@ extension DocumentFileSystem {
       node.openCount += 1
       node.writers += 1
       openFiles[UInt64(fd)] = (node.inode, true)
+      store.writerOpened()
       return (try attributes(node, descriptor: fd), OpenFile(handle: UInt64(fd), descriptor: fd))
     }
   }
@@ -75,7 +76,10 @@ extension DocumentFileSystem {
       guard fd >= 0 else { throw Errno(rawValue: errno) }
       let writable = flags & O_ACCMODE != O_RDONLY
       node.openCount += 1
-      if writable { node.writers += 1 }
+      if writable {
+        node.writers += 1
+        store.writerOpened()
+      }
       openFiles[UInt64(fd)] = (inode, writable)
       return OpenFile(handle: UInt64(fd), descriptor: fd)
     }
@@ -163,7 +167,10 @@ extension DocumentFileSystem {
       guard let (inode, writable) = openFiles[handle], writable, let node = nodes[inode] else {
         return
       }
-      if flushedHandles.insert(handle).inserted { node.closedWriters += 1 }
+      if flushedHandles.insert(handle).inserted {
+        node.closedWriters += 1
+        store.writerClosed()
+      }
       noteWrite(node)
     }
   }
@@ -174,6 +181,7 @@ extension DocumentFileSystem {
       guard let (inode, writable) = openFiles.removeValue(forKey: handle) else { return }
       close(descriptor(handle: handle))
       let wasFlushed = flushedHandles.remove(handle) != nil
+      if writable && !wasFlushed { store.writerClosed() }
       if let node = nodes[inode] {
         node.openCount -= 1
         if wasFlushed { node.closedWriters -= 1 }

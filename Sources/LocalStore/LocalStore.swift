@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Glibc
+import Synchronization
 
 /// One device's durable state: the local tree in SQLite and the working files that back the mount.
 ///
@@ -24,6 +25,8 @@ public final class LocalStore: @unchecked Sendable {
   let commits = CommitQueue()
   /// Empty working files made ahead of the creates that take them.
   private let workingFilePool: WorkingFilePool
+  /// Files open for writing on the mount and not yet closed (``writerOpened()``).
+  private let openWriters = Atomic<Int>(0)
 
   /// Opens (creating when missing) the state in `directory`.
   public init(directory: String) throws(LocalStoreError) {
@@ -79,8 +82,12 @@ public final class LocalStore: @unchecked Sendable {
       guard let self else { return false }
       let removals = try? self.database.commitQueued {
         // An `fsync` is expected: its wait for the journal's pages is shorter when they are
-        // on their way already.
-        if eager && self.journal >= 0 { Writeback.start(self.journal) }
+        // on their way already. With no file open for writing, the next `fsync` comes after
+        // an open: a save's rename leaves its pages to the next save's create, whose commit
+        // starts both in one write to the disk, not two.
+        if eager && self.journal >= 0 && self.openWriters.load(ordering: .relaxed) > 0 {
+          Writeback.start(self.journal)
+        }
       }
       if let removals, !self.workingFilePool.remove(removals) {
         self.database.removeWorkingFiles(removals)
@@ -102,6 +109,18 @@ public final class LocalStore: @unchecked Sendable {
   /// ``takePreparedWorkingFile(_:)``.
   public func prepareWorkingFiles(from inode: UInt64) {
     workingFilePool.start(from: inode)
+  }
+
+  /// Notes a file opened for writing on the mount, whose `fsync` may follow; each call is
+  /// matched by one ``writerClosed()`` at its first close. A hint only: an `fsync` that
+  /// comes without it writes the journal's pages itself.
+  public func writerOpened() {
+    openWriters.add(1, ordering: .relaxed)
+  }
+
+  /// Notes the first close of a file that ``writerOpened()`` noted.
+  public func writerClosed() {
+    openWriters.subtract(1, ordering: .relaxed)
   }
 
   /// The open, empty working file of a new inode, made ahead of time, or nil when none is
