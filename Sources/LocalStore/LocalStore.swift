@@ -85,7 +85,7 @@ public final class LocalStore: @unchecked Sendable {
         // on their way already. With no file open for writing, the next `fsync` comes after
         // an open: a save's rename leaves its pages to the next save's create, whose commit
         // starts both in one write to the disk, not two.
-        if eager && self.journal >= 0 && self.openWriters.load(ordering: .relaxed) > 0 {
+        if eager && self.journal >= 0 && self.filesOpenForWriting > 0 {
           Writeback.start(self.journal)
         }
       }
@@ -122,6 +122,9 @@ public final class LocalStore: @unchecked Sendable {
   public func writerClosed() {
     openWriters.subtract(1, ordering: .relaxed)
   }
+
+  /// How many files ``writerOpened()`` noted that have not closed yet.
+  public var filesOpenForWriting: Int { openWriters.load(ordering: .relaxed) }
 
   /// The open, empty working file of a new inode, made ahead of time, or nil when none is
   /// ready (the caller creates it). Numbers below `inode` are not asked for again.

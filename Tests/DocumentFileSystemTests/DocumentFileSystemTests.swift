@@ -30,6 +30,39 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     #expect(DocumentFileSystem.clearingSetID(0o1777) == 0o1777)
   }
 
+  /// The store's count of files open for writing decides whether a commit starts the
+  /// journal's pages on their way; nothing else shows it, so a count that drifted (a disk write
+  /// too many a save, or an `fsync` that waits longer) would go unseen. It follows each
+  /// writable open until its first close, or its release when no close came.
+  @Test func theStoreCountsFilesOpenForWritingUntilTheirFirstClose() throws {
+    let store = try LocalStore(directory: folder)
+    let fs = try DocumentFileSystem(store: store, owner: me)
+    defer { fs.shutdown() }
+    let (attributes, created) = try fs.create(
+      parent: root, name: bytes("a"), mode: 0o644, flags: O_WRONLY, caller: me)
+    #expect(store.filesOpenForWriting == 1)
+    try fs.flush(handle: created.handle)
+    #expect(store.filesOpenForWriting == 0)
+    // A second close (of a duplicated descriptor) and the release count nothing more.
+    try fs.flush(handle: created.handle)
+    fs.release(handle: created.handle)
+    #expect(store.filesOpenForWriting == 0)
+
+    let inode = UInt64(attributes.st_ino)
+    let reader = try fs.open(inode: inode, flags: O_RDONLY, caller: me)
+    let writer = try fs.open(inode: inode, flags: O_RDWR, caller: me)
+    let truncating = try fs.open(inode: inode, flags: O_WRONLY | O_TRUNC, caller: me)
+    #expect(store.filesOpenForWriting == 2)
+    fs.release(handle: writer.handle)
+    #expect(store.filesOpenForWriting == 1)
+    try fs.flush(handle: reader.handle)
+    fs.release(handle: reader.handle)
+    #expect(store.filesOpenForWriting == 1)
+    try fs.flush(handle: truncating.handle)
+    fs.release(handle: truncating.handle)
+    #expect(store.filesOpenForWriting == 0)
+  }
+
   @Test func treeAndInodeNumbersSurviveReopening() throws {
     var inodes: [String: UInt64] = [:]
     do {
