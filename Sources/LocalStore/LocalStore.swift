@@ -27,6 +27,8 @@ public final class LocalStore: @unchecked Sendable {
   private let workingFilePool: WorkingFilePool
   /// Files open for writing on the mount and not yet closed (``writerOpened()``).
   private let openWriters = Atomic<Int>(0)
+  /// Set by ``shutdown()``.
+  private let isShutDown = Atomic<Bool>(false)
 
   /// Opens (creating when missing) the state in `directory`.
   public init(directory: String) throws(LocalStoreError) {
@@ -50,10 +52,17 @@ public final class LocalStore: @unchecked Sendable {
     workingFilePool = WorkingFilePool(workingFiles: fd)
 
     var configuration = Configuration()
-    // Another connection (`sqlite3` looking in, a second opener during a test) may hold the
-    // write lock for a moment: wait for it rather than fail the operation.
+    // Another connection (`sqlite3` left open on a stopped mount's state) may hold the lock
+    // for a moment as the store opens: wait for it rather than fail the mount.
     configuration.busyMode = .timeout(10)
     configuration.prepareDatabase { db in
+      // The mount is the database's one user (the state folder's lock keeps a second mount
+      // out), so its connection keeps the file's lock from its first transaction to its
+      // close: no `fcntl` locks taken and dropped around every commit, and the WAL's index
+      // in memory rather than in a shared `-shm` file. It must come before the first access
+      // to the file, which WAL mode's would make shared. Others read the state once the
+      // mount stops.
+      try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
       // WAL with synchronous=NORMAL: a committed transaction survives a crash of this process
       // (kill -9) without an fsync per commit, which the tree's lock would wait on; the
       // commits that must survive power loss are followed by `syncJournal`: an intent before
@@ -97,12 +106,22 @@ public final class LocalStore: @unchecked Sendable {
   }
 
   deinit {
+    shutdown()
+    close(workingFiles)
+    if journal >= 0 { close(journal) }
+  }
+
+  /// Commits what is queued, stops the store's threads and closes the state database, which
+  /// its connection otherwise holds for as long as the store lives: for the end of a mount,
+  /// so that the next opener (the next mount in the same process, `sqlite3`) finds it free.
+  /// Every later use of the database fails.
+  public func shutdown() {
+    guard !isShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
     _ = try? database.write { _ in }
     commits.stop()
     workingFilePool.stop()
     journalSync?.stop()
-    close(workingFiles)
-    if journal >= 0 { close(journal) }
+    database.close()
   }
 
   /// Starts making empty working files ahead of the inodes numbered from `inode` on, for

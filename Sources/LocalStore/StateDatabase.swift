@@ -1,5 +1,6 @@
 import GRDB
 import Glibc
+import Synchronization
 
 /// The state database as the store's code reaches it: each write commits the tree's queued
 /// changes first, in its own transaction, so the database never holds a later change (a
@@ -11,6 +12,8 @@ final class StateDatabase: @unchecked Sendable {
   /// Serializes taking a batch with committing it: two writers that each took a batch could
   /// otherwise commit them out of order, or put a failed one back behind a later one.
   private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+  /// Set once by ``close()``; every use after it fails rather than reach a closed connection.
+  private let closed = Atomic<Bool>(false)
 
   init(queue: DatabaseQueue, commits: CommitQueue, workingFiles: Int32) {
     self.queue = queue
@@ -49,6 +52,21 @@ final class StateDatabase: @unchecked Sendable {
     return try body()
   }
 
+  /// Lets go of the database once a commit in progress is done; what is still queued stays
+  /// uncommitted, and every later use throws.
+  func close() {
+    locked {
+      closed.store(true, ordering: .releasing)
+      try? queue.close()
+    }
+  }
+
+  private func checkOpen() throws {
+    if closed.load(ordering: .acquiring) {
+      throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the state database is closed")
+    }
+  }
+
   /// Commits the queued changes, and leaves the working files that the commit lets go to the
   /// queue's thread (after its next commit): for an `fsync`, which waits for neither them nor
   /// their unlinks.
@@ -65,7 +83,8 @@ final class StateDatabase: @unchecked Sendable {
   /// Reads what is committed. The tree's queued changes are not committed first: the engine
   /// reads records here under its lock, and the tree is read back only at load, which flushes.
   func read<T>(_ body: (Database) throws -> T) throws -> T {
-    try queue.read(body)
+    try checkOpen()
+    return try queue.read(body)
   }
 
   /// Runs one statement's read of what is committed, outside any transaction: a single
@@ -73,7 +92,8 @@ final class StateDatabase: @unchecked Sendable {
   /// (a pragma, a begin, a commit and a pragma around it) cost four more statements for each
   /// record a pull looked up.
   func readStatement<T>(_ body: (Database) throws -> T) throws -> T {
-    try queue.unsafeRead(body)
+    try checkOpen()
+    return try queue.unsafeRead(body)
   }
 
   /// For what cannot run in a transaction (VACUUM, checkpoints), after committing what is queued.
@@ -84,6 +104,7 @@ final class StateDatabase: @unchecked Sendable {
       pthread_mutex_unlock(mutex)
       removeWorkingFiles(removals)
     }
+    try checkOpen()
     if commits.hasPending { removals = try commit { _ in }.removals }
     return try queue.writeWithoutTransaction(body)
   }
@@ -94,6 +115,7 @@ final class StateDatabase: @unchecked Sendable {
   private func commit<T>(_ body: (Database) throws -> T) throws -> (
     result: T, removals: [UInt64]
   ) {
+    try checkOpen()
     let batch = commits.take()
     let result: T
     do {

@@ -353,6 +353,7 @@ struct MountCommand: ParsableCommand {
     } catch {
       writeText("docsync: cannot convert the state database for pruning: \(error)\n", to: 2)
     }
+    store.shutdown()
     unlink(folder + "/" + Control.socketName)
     unlink(pidFile)
   }

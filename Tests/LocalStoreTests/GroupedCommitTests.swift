@@ -14,9 +14,9 @@ import Testing
       changeTime: 0, target: nil)
   }
 
-  /// What another connection (another process, or the next mount after a crash) sees.
+  /// What the next mount after a crash sees.
   func committedInodes() throws -> Set<UInt64> {
-    Set(try LocalStore(directory: folder).load().inodes.map(\.inode))
+    Set(try openCrashCopy(of: folder).load().inodes.map(\.inode))
   }
 
   @Test func queuedChangesCommitByThemselvesWithoutAFlush() throws {
@@ -43,7 +43,7 @@ import Testing
     try store.apply([.putInode(file(7)), .setNextInode(8)])
     try store.flush()
     #expect(try committedInodes() == [7])
-    #expect(try LocalStore(directory: folder).load().nextInode == 8)
+    #expect(try openCrashCopy(of: folder).load().nextInode == 8)
   }
 
   @Test func theEnginesWritesCarryTheTreesQueuedChangesBeforeThem() throws {
@@ -52,7 +52,7 @@ import Testing
     try store.applySync([.setMetadata(key: "cursor", value: [1, 2, 3])])
     // Committed in the engine's transaction, so nothing the engine wrote can be durable
     // without the tree change made before it.
-    let other = try LocalStore(directory: folder)
+    let other = try openCrashCopy(of: folder)
     #expect(Set(try other.load().inodes.map(\.inode)) == [9])
     #expect(try other.loadSync().metadata["cursor"] == [1, 2, 3])
     withExtendedLifetime(store) {}
@@ -69,7 +69,7 @@ import Testing
       try store.apply([.putInode(file(inode))])
     }
     try store.flush()
-    // Drop them one by one while another connection watches: at every moment, each inode that
+    // Drop them one by one while the next mount after a crash watches: at every moment, each inode that
     // is still committed still has its working file.
     for inode in inodes {
       try store.apply([.deleteInode(inode)])
@@ -106,7 +106,7 @@ import Testing
     try store.apply([.deleteExtendedAttribute(inode: 5, name: attribute.name)])
     try store.apply([.putInode(file(6)), .putExtendedAttribute(attribute), .setNextInode(9)])
     try store.flush()
-    let loaded = try LocalStore(directory: folder).load()
+    let loaded = try openCrashCopy(of: folder).load()
     #expect(loaded.inodes.sorted { $0.inode < $1.inode } == [changed, file(6)])
     #expect(loaded.entries == [EntryRecord(parent: 1, name: name, inode: 6)])
     #expect(loaded.extendedAttributes == [attribute])
@@ -123,7 +123,7 @@ import Testing
       return 42
     }
     #expect(result == 42 && ran == 1)
-    // Committed before the work ran: another connection sees it without a flush.
+    // Committed before the work ran: a crash now keeps it, without a flush.
     #expect(try committedInodes() == [11])
     // Side by side, many at once: each returns once its journal flush is done.
     let group = DispatchGroup()

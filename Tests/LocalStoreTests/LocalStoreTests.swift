@@ -8,6 +8,20 @@ import enum MountHarness.ScratchFolder
 /// A fresh state folder per test, as GRDB's own tests make a fresh database per test.
 func makeStateFolder() -> String { ScratchFolder.make("docsync-store") }
 
+/// What the next mount would find if the store's process died now: the state database and
+/// its journal copied to a folder of their own and opened there (a running store keeps its
+/// database to itself). The journal goes first: a checkpoint between the copies then only
+/// brings the database up to what the copied journal holds.
+func openCrashCopy(of folder: String) throws -> LocalStore {
+  let copy = makeStateFolder()
+  for suffix in ["-wal", ""] {
+    let source = folder + "/state.sqlite" + suffix
+    guard FileManager.default.fileExists(atPath: source) else { continue }
+    try FileManager.default.copyItem(atPath: source, toPath: copy + "/state.sqlite" + suffix)
+  }
+  return try LocalStore(directory: copy)
+}
+
 @Suite struct LocalStoreTests {
   let folder = makeStateFolder()
 
@@ -59,6 +73,41 @@ func makeStateFolder() -> String { ScratchFolder.make("docsync-store") }
     let snapshot = try store.load()
     #expect(snapshot.inodes.isEmpty)
     #expect(snapshot.extendedAttributes.isEmpty)
+  }
+
+  @Test func theStoreKeepsItsDatabaseToItselfUntilItCloses() throws {
+    let database = folder + "/state.sqlite"
+    let record = InodeRecord(
+      inode: 40, mode: 0o100644, uid: 0, gid: 0, rdev: 0, accessTime: 0, modificationTime: 0,
+      changeTime: 0, target: nil)
+    do {
+      let store = try LocalStore(directory: folder)
+      try store.apply([.putInode(record), .setNextInode(41)])
+      #expect(
+        !FileManager.default.fileExists(atPath: database + "-shm"),
+        "the journal's index is kept in the store's memory, not in a shared file")
+      let reader = try sqlite3(database, "SELECT ino FROM inodes")
+      #expect(reader.status != 0, "another opener read a database the store holds")
+      #expect(reader.output.contains("locked"), "\(reader.output)")
+    }
+    let reader = try sqlite3(database, "SELECT ino FROM inodes")
+    #expect(reader.status == 0, "\(reader.output)")
+    #expect(reader.output == "40\n")
+  }
+
+  /// Runs `sqlite3 DATABASE SQL`: its exit status and what it wrote, error output included.
+  private func sqlite3(_ database: String, _ sql: String) throws -> (status: Int32, output: String)
+  {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+    process.arguments = [database, sql]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
   }
 
   @Test func workingFilesAreSpreadOverShards() {

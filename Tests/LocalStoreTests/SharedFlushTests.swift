@@ -34,7 +34,7 @@ import Testing
     try store.apply([.putInode(file(70))])
     try store.flush()
     #expect(!shared.writeJournalForNextFlush())
-    #expect(try LocalStore(directory: folder).load().inodes.count == 42)
+    #expect(try openCrashCopy(of: folder).load().inodes.count == 42)
     withExtendedLifetime(store) {}
   }
 

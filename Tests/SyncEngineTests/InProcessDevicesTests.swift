@@ -13,6 +13,7 @@ import enum MountHarness.ScratchFolder
 
 /// One device in process: a document file system with its sync engine, no kernel.
 final class Device: @unchecked Sendable {
+  let store: LocalStore
   let fileSystem: DocumentFileSystem
   let engine: SyncEngine
   let me = Caller(uid: getuid(), gid: getgid())
@@ -22,7 +23,7 @@ final class Device: @unchecked Sendable {
   }
 
   init(folder: String, hub: any Hub, hubDescription: String, name: String) throws {
-    let store = try LocalStore(directory: folder)
+    store = try LocalStore(directory: folder)
     engine = try SyncEngine(
       store: store, hub: hub, hubDescription: hubDescription, deviceName: name,
       quietMilliseconds: 50)
@@ -35,9 +36,12 @@ final class Device: @unchecked Sendable {
     engine.start(tree: fileSystem)
   }
 
+  /// Stops the device as a mount stops: the engine, then the state, which the next start
+  /// opens again (the engine and its tree keep each other alive, so no release would).
   func stop() async {
     await engine.stop()
     fileSystem.invalidations.close()
+    store.shutdown()
   }
 
   func sync() async throws { try await engine.synchronize(timeout: .seconds(20)) }

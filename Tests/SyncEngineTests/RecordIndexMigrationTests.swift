@@ -51,7 +51,7 @@ struct RecordIndexMigrationTests {
     #expect(try !LocalStore(directory: library.folder + "/a").recordsIndexed())
 
     a = try library.device("a")
-    #expect(try LocalStore(directory: library.folder + "/a").recordsIndexed())
+    #expect(try a.store.recordsIndexed())
     #expect(a.engine.conflicts() == conflicts)
     let again = a.engine.versionsOverTime(of: DocumentPath("plan.md"))
     #expect(again.versions == history.versions)
