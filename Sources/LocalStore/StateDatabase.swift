@@ -73,7 +73,7 @@ final class StateDatabase: @unchecked Sendable {
   func commitLeavingRemovals() throws {
     try locked {
       // Taking the lock waited for a commit in progress; with nothing left, an empty
-      // transaction would only cost its locks of the shared-memory index.
+      // transaction would only cost its statements.
       guard commits.hasPending else { return }
       let removals = try commit { _ in }.removals
       if !removals.isEmpty { commits.addRemovals(removals) }
