@@ -69,8 +69,8 @@ import Testing
       try store.apply([.putInode(file(inode))])
     }
     try store.flush()
-    // Drop them one by one while the next mount after a crash watches: at every moment, each inode that
-    // is still committed still has its working file.
+    // Drop them one by one while the next mount after a crash watches: at every moment, each
+    // inode that is still committed still has its working file.
     for inode in inodes {
       try store.apply([.deleteInode(inode)])
       store.removeWorkingFile(inode)
