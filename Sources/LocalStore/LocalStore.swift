@@ -90,11 +90,11 @@ public final class LocalStore: @unchecked Sendable {
     commits.startCommitting { [weak self] eager in
       guard let self else { return false }
       let removals = try? self.database.commitQueued {
-        // An `fsync` is expected: its wait for the journal's pages is shorter when they are
-        // on their way already. With no file open for writing, the next `fsync` comes after
-        // an open: a save's rename leaves its pages to the next save's create, whose commit
-        // starts both in one write to the disk, not two.
-        if eager && self.journal >= 0 && self.filesOpenForWriting > 0 {
+        if self.journal >= 0,
+          Self.startsJournalWrite(
+            eager: eager, filesOpenForWriting: self.filesOpenForWriting,
+            morePending: self.commits.hasPending)
+        {
           Writeback.start(self.journal)
         }
       }
@@ -144,6 +144,19 @@ public final class LocalStore: @unchecked Sendable {
 
   /// How many files ``writerOpened()`` noted that have not closed yet.
   public var filesOpenForWriting: Int { openWriters.load(ordering: .relaxed) }
+
+  /// Whether the commit queue's thread starts the journal's new pages on their way to the disk
+  /// after a commit. An `fsync` is expected (`eager`): its wait for the pages is shorter when
+  /// they are on their way already. With no file open for writing, the next `fsync` comes after
+  /// an open, and with more changes queued, their commit follows at once: either way a later
+  /// commit starts these pages with its own in one write to the disk. `strace` of atomic saves
+  /// had shown a save's rename committed just after the next save's create had opened its
+  /// file, and the journal's pages going to the disk in two writes a save, not one.
+  static func startsJournalWrite(eager: Bool, filesOpenForWriting: Int, morePending: Bool)
+    -> Bool
+  {
+    eager && filesOpenForWriting > 0 && !morePending
+  }
 
   /// The open, empty working file of a new inode, made ahead of time, or nil when none is
   /// ready (the caller creates it). Numbers below `inode` are not asked for again.

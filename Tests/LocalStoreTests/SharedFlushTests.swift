@@ -50,4 +50,21 @@ import Testing
     #expect(!shared.writeJournalForNextFlush())
     withExtendedLifetime(store) {}
   }
+
+  /// The commit queue's thread starts the journal's pages on their way only where an `fsync` is
+  /// expected, a file is open for writing, and no commit follows at once to carry them with its
+  /// own: one write to the disk a save, not one a commit.
+  @Test func theJournalsPagesLeaveWithTheLastCommitBeforeAnFsync() {
+    #expect(
+      LocalStore.startsJournalWrite(eager: true, filesOpenForWriting: 1, morePending: false))
+    // A save's rename, committed after the next save's create has opened its file.
+    #expect(
+      !LocalStore.startsJournalWrite(eager: true, filesOpenForWriting: 1, morePending: true))
+    // A save's rename, with no file open: the next create's commit carries its pages.
+    #expect(
+      !LocalStore.startsJournalWrite(eager: true, filesOpenForWriting: 0, morePending: false))
+    // `tar`, `cp -r`: no `fsync` expected, so the kernel writes the pages when it will.
+    #expect(
+      !LocalStore.startsJournalWrite(eager: false, filesOpenForWriting: 3, morePending: false))
+  }
 }
