@@ -264,6 +264,26 @@ def drop_caches():
         return False
 
 
+def host_steal_ms():
+    """Processor time the hypervisor gave to others while this machine's processors wanted it
+    (the steal column of /proc/stat), in ms, summed over the processors."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_ms(pid):
+    """User and system processor time of a process so far, in ms; 0 when it cannot be read."""
+    if not pid:
+        return 0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def timed(function):
     start = time.perf_counter()
     function()
@@ -488,6 +508,10 @@ def main():
     # and the median per target.
     runs = {}
     memory = {}
+    # Per target, workload and round: the processor time the hypervisor took from this machine
+    # while the figure was measured, and the daemon's own processor time. A slow round with
+    # steal was the host's weather; a slow round with more daemon time was the daemon's.
+    conditions = {}
     try:
         for round_number in range(rounds):
             targets = make_targets(args, os.path.join(BENCH_ROOT, f"round{round_number}"))
@@ -502,10 +526,20 @@ def main():
                         # tar fails on /usr/include) gets no figure for it, and the run goes on.
                         try:
                             target.settle()
+                            pid = target.pid()
+                            steal, cpu = host_steal_ms(), process_cpu_ms(pid)
                             figure = work(target, size)
+                            # A remount (cold reads) starts a new daemon: no figure for it.
+                            spent = (round(process_cpu_ms(pid) - cpu) if target.pid() == pid
+                                     else None)
+                            conditions.setdefault(target.name, {}).setdefault(name, []).append(
+                                {"steal_ms": round(host_steal_ms() - steal),
+                                 "daemon_cpu_ms": spent})
                         except (subprocess.CalledProcessError, OSError, AssertionError) as error:
                             print(f"  {target.name}: {name} failed: {error}", file=sys.stderr)
                             figure = None
+                            conditions.setdefault(target.name, {}).setdefault(name, []).append(
+                                None)
                         row.setdefault(name, []).append(figure)
                     pid = target.pid()
                     if pid:
@@ -557,6 +591,16 @@ def main():
             pairs = zip(runs["docsync"][workload], runs["plain"][workload])
             cells = ["failed" if d is None or p is None else f"{d.ratio(p):.2f}" for d, p in pairs]
             print(f"{workload:<24}" + "  ".join(f"{c:>7}" for c in cells))
+        shown = [n for n in ("docsync", "passthrough_ll") if n in conditions]
+        print("\nin each round, ms: processor time the host took (steal) / the daemon's processor "
+              "time, for " + " and ".join(shown))
+        for workload, _, _ in workloads:
+            for n in shown:
+                cells = ["failed" if c is None
+                         else f"{c['steal_ms']}/{'-' if c['daemon_cpu_ms'] is None else c['daemon_cpu_ms']}"
+                         for c in conditions[n].get(workload, [])]
+                label = f"{workload} ({'pt' if n == 'passthrough_ll' else 'ds'})"
+                print(f"{label:<29}" + " ".join(f"{c:>8}" for c in cells))
 
     os.makedirs(args.results, exist_ok=True)
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -569,6 +613,7 @@ def main():
                    "rounds_figures": {t: {w: [fig and fig.value for fig in measured]
                                           for w, measured in row.items()}
                                       for t, row in runs.items()},
+                   "rounds_conditions": conditions,
                    "peak_memory_mib": memory}, f, indent=2)
     print(f"\nraw figures: {out}")
 
