@@ -532,15 +532,14 @@ def main():
                             # A remount (cold reads) starts a new daemon: no figure for it.
                             spent = (round(process_cpu_ms(pid) - cpu) if target.pid() == pid
                                      else None)
-                            conditions.setdefault(target.name, {}).setdefault(name, []).append(
-                                {"steal_ms": round(host_steal_ms() - steal),
-                                 "daemon_cpu_ms": spent})
+                            condition = {"steal_ms": round(host_steal_ms() - steal),
+                                         "daemon_cpu_ms": spent}
                         except (subprocess.CalledProcessError, OSError, AssertionError) as error:
                             print(f"  {target.name}: {name} failed: {error}", file=sys.stderr)
-                            figure = None
-                            conditions.setdefault(target.name, {}).setdefault(name, []).append(
-                                None)
+                            figure, condition = None, None
                         row.setdefault(name, []).append(figure)
+                        conditions.setdefault(target.name, {}).setdefault(name, []).append(
+                            condition)
                     pid = target.pid()
                     if pid:
                         peak = peak_memory_mib(pid)
