@@ -249,6 +249,7 @@ struct MountCommand: ParsableCommand {
 
   /// Serves the mount in this process.
   func serve(mountPoint target: String, state folder: String) throws {
+    raiseOpenFileLimit()
     let lockDescriptor = open(folder + "/lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard lockDescriptor >= 0 else {
       throw CommandFailure("state folder \(folder) is not writable: \(errorText(errno))")
@@ -448,6 +449,18 @@ func closeInheritedDescriptors() {
   let own = dirfd(dir)
   closedir(dir)
   for fd in descriptors where fd != own { close(fd) }
+}
+
+/// Lifts this process's soft limit on open descriptors to its hard limit, as libfuse's
+/// `passthrough_ll` does: every file open on the mount holds its working file open in the
+/// daemon, and at the usual soft limit of 1,024 a person's 999th open file on the mount failed
+/// with "Too many open files", whatever their own program's limit.
+func raiseOpenFileLimit() {
+  var limit = rlimit()
+  let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+  guard getrlimit(resource, &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+  limit.rlim_cur = limit.rlim_max
+  _ = setrlimit(resource, &limit)
 }
 
 /// Sends stdout and stderr to the log in the state folder once the starter stops listening.

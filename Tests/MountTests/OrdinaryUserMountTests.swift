@@ -37,6 +37,60 @@ struct OrdinaryUserMountTests {
     }
   }
 
+  /// Every file open on the mount holds its working file open in the daemon. Started with the
+  /// soft limit on descriptors most people have (1,024), the daemon lifts its own to the hard
+  /// limit, so a person may hold as many files open on the mount as their own limit allows:
+  /// before, the 999th open failed with "Too many open files".
+  @Test(.needs())
+  func moreFilesOpenOnTheMountThanTheUsualDescriptorLimit() throws {
+    try #require(!TestEnvironment.isRoot, "run the mount tests as an ordinary user (Tools/test)")
+    let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+    var original = rlimit()
+    try #require(getrlimit(resource, &original) == 0)
+    let wanted = 1_500
+    try #require(
+      original.rlim_max >= rlim_t(wanted + 200),
+      "the hard limit on open files (\(original.rlim_max)) leaves no room to test this")
+    defer { _ = setrlimit(resource, &original) }
+    // The daemon inherits this process's limits, as it would a login session's.
+    var usual = original
+    usual.rlim_cur = min(original.rlim_cur, 1024)
+    try #require(setrlimit(resource, &usual) == 0)
+    try MountFixture.withMount { m throws in
+      let limits = try #require(MountFixture.procFile("/proc/\(try m.daemonPID())/limits"))
+      let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+      let fields = line?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+      #expect(
+        fields.count >= 5 && fields[3] == fields[4] && fields[3] == "\(original.rlim_max)",
+        "the daemon's \(line ?? "limits have no open-files line")")
+      var roomy = original
+      roomy.rlim_cur = original.rlim_max
+      try #require(setrlimit(resource, &roomy) == 0)
+      var descriptors: [Int32] = []
+      defer { for fd in descriptors { close(fd) } }
+      for index in 0..<wanted {
+        let fd = open(m.path("open-\(index)"), O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+          Issue.record("open of file \(index): \(String(cString: strerror(errno)))")
+          break
+        }
+        descriptors.append(fd)
+      }
+      #expect(descriptors.count == wanted)
+      // Every descriptor writes its own file, and each file reads back what its own got.
+      for (index, fd) in descriptors.enumerated() {
+        let text = Array("file \(index)\n".utf8)
+        #expect(write(fd, text, text.count) == text.count, "write of file \(index)")
+      }
+      for fd in descriptors { close(fd) }
+      descriptors.removeAll()
+      for index in [0, 999, wanted - 1] {
+        let content = try String(contentsOfFile: m.path("open-\(index)"), encoding: .utf8)
+        #expect(content == "file \(index)\n")
+      }
+    }
+  }
+
   /// The permission checks that the mount's own run as this user relies on, against a plain
   /// folder of the local disk as the same user: proof that docsync refuses what ext4 refuses.
   @Test func permissionChecksAgreeWithAPlainFolderAsThisUser() throws {
