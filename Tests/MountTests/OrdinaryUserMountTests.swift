@@ -77,7 +77,8 @@ struct OrdinaryUserMountTests {
         descriptors.append(fd)
       }
       #expect(descriptors.count == wanted)
-      // Every descriptor writes its own file, and each file reads back what its own got.
+      // Every descriptor writes its own file; files on both sides of the old limit read back
+      // what their own descriptor wrote.
       for (index, fd) in descriptors.enumerated() {
         let text = Array("file \(index)\n".utf8)
         #expect(write(fd, text, text.count) == text.count, "write of file \(index)")
