@@ -45,6 +45,12 @@ extension DocumentFileSystem {
       guard let fd = try createWorkingFile(record.inode, flags: flags) else { throw .ioError }
       let node: Node
       do throws(Errno) {
+        try admit(fd)
+      } catch {
+        _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+        throw error
+      }
+      do throws(Errno) {
         node = try insert(record, name: name, in: folder)
       } catch {
         close(fd)
@@ -74,6 +80,7 @@ extension DocumentFileSystem {
       try require(Self.accessWanted(openFlags: flags), node, caller)
       let fd = openat(store.workingFiles, workingFileName(inode), Self.workingFileFlags(flags))
       guard fd >= 0 else { throw Errno(rawValue: errno) }
+      try admit(fd)
       let writable = flags & O_ACCMODE != O_RDONLY
       node.openCount += 1
       if writable {

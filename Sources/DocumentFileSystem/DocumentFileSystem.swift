@@ -101,16 +101,21 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// Whether operations check the caller's permissions themselves, as a local disk would:
   /// for mounts where the kernel does not (no `default_permissions`).
   public let checksPermissions: Bool
+  /// The lowest descriptor number an open on the mount may not keep (see ``admit(_:)``).
+  public let descriptorCeiling: Int32
 
   /// Loads the tree of `store`, creating an empty root owned by `owner` on first use;
-  /// `creationMask` defaults to this process's umask.
+  /// `creationMask` defaults to this process's umask, `descriptorCeiling` to this process's
+  /// limit on open descriptors less a reserve (``descriptorCeiling(forLimit:)``).
   public init(
     store: LocalStore, engine: SyncEngine? = nil, owner: Caller = .current,
-    creationMask: UInt32? = nil, checksPermissions: Bool = false
+    creationMask: UInt32? = nil, checksPermissions: Bool = false, descriptorCeiling: Int32? = nil
   ) throws(Errno) {
     self.store = store
     self.engine = engine
     self.checksPermissions = checksPermissions
+    self.descriptorCeiling =
+      descriptorCeiling ?? Self.descriptorCeiling(forLimit: Self.openFileLimit())
     self.creationMask = (creationMask ?? Self.processUmask()) & 0o777
     // The rows come one at a time and become nodes at once: a large tree's rows are never all
     // in memory beside its nodes.

@@ -152,6 +152,7 @@ extension DocumentFileSystem {
     guard let path = engine?.contentPathFetching(record) else { throw .ioError }
     let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw Errno(rawValue: errno) }
+    try admit(fd)
     lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
     return OpenFile(handle: UInt64(fd), descriptor: fd)
   }

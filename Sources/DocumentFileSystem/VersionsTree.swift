@@ -256,6 +256,7 @@ extension DocumentFileSystem {
       guard let views = mergeViews(at: path), let bytes = isBase ? views.base : views.merged
       else { throw .noSuchFileOrDirectory }
       let fd = try unnamedFile(holding: bytes)
+      try admit(fd)
       lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
       return OpenFile(handle: UInt64(fd), descriptor: fd)
     }
@@ -266,6 +267,7 @@ extension DocumentFileSystem {
     guard let path = engine?.contentPath(of: record) else { throw .ioError }
     let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { throw Errno(rawValue: errno) }
+    try admit(fd)
     lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
     return OpenFile(handle: UInt64(fd), descriptor: fd)
   }

@@ -42,8 +42,18 @@ enum Control {
       while true {
         let client = accept(server, nil, nil)
         if client < 0 {
-          if errno == EINTR || errno == ECONNABORTED { continue }
-          return
+          switch errno {
+          case EINTR, ECONNABORTED:
+            continue
+          case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+            // Out of descriptors or memory for a moment: the client waits in the backlog
+            // until some are free. Returning here would leave the mount without `docsync
+            // sync`, `status` and `pause` for the rest of its life.
+            usleep(50_000)
+            continue
+          default:
+            return
+          }
         }
         Thread.detachNewThread {
           handle(client, engine: engine, mountPoint: mountPoint, mergeViews: mergeViews)

@@ -63,6 +63,38 @@ func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
     #expect(store.filesOpenForWriting == 0)
   }
 
+  /// Opens on the mount keep their descriptor only below the ceiling that leaves the daemon
+  /// its reserve: past it an open or create is refused with ENFILE, and a refused create
+  /// leaves no name behind.
+  @Test func opensPastTheDescriptorCeilingAreRefused() throws {
+    #expect(DocumentFileSystem.descriptorCeiling(forLimit: 524_288) == 524_160)
+    #expect(DocumentFileSystem.descriptorCeiling(forLimit: 300) == 225)
+    #expect(DocumentFileSystem.descriptorCeiling(forLimit: Int.max) == Int32.max - 128)
+    let kept: UInt64
+    do {
+      let roomy = try open()
+      let (attributes, file) = try roomy.create(
+        parent: root, name: bytes("kept"), mode: 0o644, flags: O_WRONLY, caller: me)
+      roomy.release(handle: file.handle)
+      kept = UInt64(attributes.st_ino)
+      roomy.shutdown()
+    }
+    let full = try DocumentFileSystem(
+      store: LocalStore(directory: folder), owner: me, descriptorCeiling: 0)
+    defer { full.shutdown() }
+    #expect(throws: Errno(rawValue: ENFILE)) {
+      try full.open(inode: kept, flags: O_RDONLY, caller: me)
+    }
+    #expect(throws: Errno(rawValue: ENFILE)) {
+      try full.create(
+        parent: root, name: bytes("refused"), mode: 0o644, flags: O_WRONLY, caller: me)
+    }
+    #expect(throws: Errno.noSuchFileOrDirectory) {
+      try full.lookup(parent: root, name: bytes("refused"), caller: me)
+    }
+    #expect(UInt64(try full.lookup(parent: root, name: bytes("kept"), caller: me).st_ino) == kept)
+  }
+
   @Test func treeAndInodeNumbersSurviveReopening() throws {
     var inodes: [String: UInt64] = [:]
     do {

@@ -25,12 +25,15 @@ public final class MountFixture {
   public let isPlain: Bool
   /// Options added to `docsync mount`.
   public let mountOptions: [String]
+  /// A program and its arguments that `docsync mount` runs under (such as `prlimit`), or none.
+  public let launcher: [String]
   private(set) var isMounted = false
 
-  private init(plain: Bool, mountOptions: [String] = []) throws {
+  private init(plain: Bool, mountOptions: [String] = [], launcher: [String] = []) throws {
     _ = Self.staleMountsCleaned
     isPlain = plain
     self.mountOptions = mountOptions
+    self.launcher = launcher
     base = "\(Self.testsRoot)/\(getpid())-\(UUID().uuidString.prefix(8).lowercased())"
     mountPoint = "\(base)/mnt"
     state = "\(base)/state"
@@ -50,10 +53,12 @@ public final class MountFixture {
 
   /// Runs `body` with a mounted fixture and unmounts afterwards, also when `body` throws.
   public static func withMount<R>(
-    programs: [String] = [], options: [String] = [], _ body: (MountFixture) throws -> R
+    programs: [String] = [], options: [String] = [], launcher: [String] = [],
+    _ body: (MountFixture) throws -> R
   ) throws -> R {
     try TestEnvironment.require(programs: programs)
-    let fixture = try MountFixture(plain: TestEnvironment.isPlain, mountOptions: options)
+    let fixture = try MountFixture(
+      plain: TestEnvironment.isPlain, mountOptions: options, launcher: launcher)
     defer { fixture.tearDown() }
     try fixture.mount()
     return try body(fixture)
@@ -80,7 +85,7 @@ public final class MountFixture {
     let result = try run(
       // A hub of its own: the default hub is shared by every mount of the user, and tests must
       // not sync into each other.
-      [
+      launcher + [
         try Self.docsyncBinary(), "mount", mountPoint, "--state", state, "--hub",
         "\(base)/hub.sqlite",
       ] + mountOptions,

@@ -92,6 +92,90 @@ struct OrdinaryUserMountTests {
     }
   }
 
+  /// Every file open on the mount holds a descriptor of the daemon's. At the daemon's limit a
+  /// reserve stays for its own work: opens on the mount are refused first (ENFILE), and a file
+  /// closed meanwhile is still recorded and reaches another device, while `docsync sync` and
+  /// `status` answer. Before, a person's open files took the daemon's last descriptors: it
+  /// could not record what was closed, and the control socket's thread ended at its first
+  /// EMFILE, so that `docsync sync` never answered again on that mount.
+  @Test(.needs())
+  func atTheDaemonsDescriptorLimitItKeepsSyncing() throws {
+    try #require(!TestEnvironment.isRoot, "run the mount tests as an ordinary user (Tools/test)")
+    let limit = 300
+    try MountFixture.withMount(
+      programs: ["prlimit"], launcher: ["prlimit", "--nofile=\(limit):\(limit)", "--"]
+    ) { m throws in
+      let binary = try MountFixture.docsyncBinary()
+      let limits = try #require(MountFixture.procFile("/proc/\(try m.daemonPID())/limits"))
+      let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+      let fields = line?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+      try #require(
+        fields.count >= 5 && fields[3] == "\(limit)" && fields[4] == "\(limit)",
+        "the daemon's \(line ?? "limits have no open-files line")")
+      var descriptors: [Int32] = []
+      defer { for fd in descriptors { close(fd) } }
+      var refusal: Int32 = 0
+      for index in 0..<limit {
+        let fd = open(m.path("held-\(index)"), O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+          refusal = errno
+          break
+        }
+        descriptors.append(fd)
+      }
+      #expect(refusal == ENFILE, "the open after \(descriptors.count) files: errno \(refusal)")
+      // An idle mount holds about 60 descriptors, the reserve at this limit is 75.
+      #expect(
+        (100..<(limit - 64)).contains(descriptors.count),
+        "\(descriptors.count) files held open")
+      #expect(
+        access(m.path("held-\(descriptors.count)"), F_OK) != 0 && errno == ENOENT,
+        "the refused create left its name behind")
+      // The kernel sends RELEASE after close(2) returns, in the background, so the daemon's
+      // descriptor of a closed file is free a moment later.
+      func openOnceReleased(_ name: String) -> Int32 {
+        var fd: Int32 = -1
+        for _ in 0..<500 {
+          fd = open(m.path(name), O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+          if fd >= 0 || errno != ENFILE { break }
+          usleep(10_000)
+        }
+        return fd
+      }
+      // A document written and closed at the limit; another file takes its place, so that
+      // recording it (after a quiet moment) can only use the reserve.
+      let text = Array("written at the limit\n".utf8)
+      #expect(write(descriptors[0], text, text.count) == text.count)
+      close(descriptors.removeFirst())
+      let filler = openOnceReleased("filler")
+      #expect(filler >= 0, "the open after a close: \(String(cString: strerror(errno)))")
+      if filler >= 0 { descriptors.append(filler) }
+      let synced = try run(
+        [binary, "sync", m.mountPoint, "--timeout", "60"], timeout: .seconds(90))
+      #expect(synced.status == 0, "docsync sync at the limit: \(synced)\n\(m.logTail())")
+      let status = try run([binary, "status", m.mountPoint], timeout: .seconds(30))
+      #expect(status.status == 0, "docsync status at the limit: \(status)")
+      // Another device on the same hub gets it.
+      let second = m.scratch("second")
+      try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+      try MountFixture.makePrivateFolder(m.scratch("second-state"))
+      try check([
+        binary, "mount", second, "--state", m.scratch("second-state"), "--hub",
+        m.scratch("hub.sqlite"), "--device", "second",
+      ])
+      defer { _ = try? run([binary, "unmount", second]) }
+      try check([binary, "sync", second])
+      let arrived = try String(contentsOfFile: "\(second)/held-0", encoding: .utf8)
+      #expect(arrived == "written at the limit\n")
+      // Once the files close, opens on the mount work again.
+      for fd in descriptors { close(fd) }
+      descriptors.removeAll()
+      let after = openOnceReleased("after")
+      #expect(after >= 0, "an open after the files closed: \(String(cString: strerror(errno)))")
+      if after >= 0 { close(after) }
+    }
+  }
+
   /// The permission checks that the mount's own run as this user relies on, against a plain
   /// folder of the local disk as the same user: proof that docsync refuses what ext4 refuses.
   @Test func permissionChecksAgreeWithAPlainFolderAsThisUser() throws {
