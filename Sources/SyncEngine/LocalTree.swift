@@ -89,6 +89,14 @@ public final class ChangeLog: @unchecked Sendable {
     if wakeNow { wake.signal() }
   }
 
+  /// Puts operations that were taken back in front of those noted since, in their order: a
+  /// window that could not be recorded. Its quiet moment has passed already.
+  func restore(_ taken: [LocalOperation]) {
+    pthread_mutex_lock(&mutex)
+    operations = taken + operations
+    pthread_mutex_unlock(&mutex)
+  }
+
   /// How long the engine may sleep before the pending operations have been quiet for `window`
   /// milliseconds, or nil when no window is open (nothing pending, or all of it already quiet
   /// and held back by open files): then the next operation sends one ``wake`` signal.

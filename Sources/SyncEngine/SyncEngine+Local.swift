@@ -9,26 +9,33 @@ extension SyncEngine {
   /// copied into blobs outside it, so `.versions` and `docsync status` never wait on a copy.
   func recordWindow(force: Bool) {
     // `.docsyncignore` is read first, outside the lock: its patterns decide what else counts.
-    var early: [DocumentPath: (LocalEntry, VersionContent?)] = [:]
+    // One that cannot be read now is left to the window, which holds it back.
+    var early: [DocumentPath: (LocalEntry, VersionContent)] = [:]
     if changeLog.peekPaths().contains(IgnoreRules.filePath),
-      let job = withLock({ hashJob(at: IgnoreRules.filePath) })
+      let job = withLock({ hashJob(at: IgnoreRules.filePath) }),
+      let content = try? hashFile(job)
     {
-      early[IgnoreRules.filePath] = (job.entry, try? hashFile(job))
+      early[IgnoreRules.filePath] = (job.entry, content)
     }
-    guard let window = withLock({ beginWindow(early: early) }) else { return }
+    guard let window = withLock({ beginWindow(early: early, force: force) }) else { return }
     var after = window.after
+    var unreadable = window.unreadable
     var hashed: [String] = []
     // Many files (cp -r, tar x) are made durable together, with one flush, not two per file.
     let batch = window.toHash.count > 1
     for job in window.toHash {
       do {
-        if let content = try hashFile(job, durable: !batch) {
-          after[job.path] = content
-          if let hash = content.blobHash { hashed.append(hash.hex) }
-        }
+        let content = try hashFile(job, durable: !batch)
+        after[job.path] = content
+        if let hash = content.blobHash { hashed.append(hash.hex) }
       } catch {
-        logger.error("cannot read \(job.path) to sync it: \(error)")
+        unreadable[job.path] = error.description
       }
+    }
+    // A path left out of `after` would be recorded as deleted, on every device.
+    if !unreadable.isEmpty {
+      withLock { holdBack(window, unreadable: unreadable) }
+      return
     }
     // The files, the blobs and their names reach the disk before any record that names them.
     if batch {
@@ -55,6 +62,25 @@ extension SyncEngine {
     var after: [DocumentPath: VersionContent]
     var entries: [DocumentPath: LocalEntry]
     var toHash: [HashJob]
+    /// Paths whose content could not be read, and why.
+    var unreadable: [DocumentPath: String] = [:]
+  }
+
+  /// Gives a window that could not read every path back to the change log, and notes when to
+  /// try those paths again; the next window records the rest without them. Called with the
+  /// lock held.
+  private func holdBack(_ window: Window, unreadable: [DocumentPath: String]) {
+    recording.subtract(window.coverage)
+    changeLog.restore(window.operations)
+    let now = monotonicMilliseconds()
+    for (path, reason) in unreadable.sorted(by: { $0.key < $1.key }) {
+      let retry =
+        unrecordable[path]?.failedAgain(reason: reason, at: now)
+        ?? RecordRetry(reason: reason, at: now)
+      unrecordable[path] = retry
+      let wait = retry.delay < 1000 ? "\(retry.delay) ms" : "\(retry.delay / 1000) s"
+      logger.error("cannot read \(path) to sync it: \(reason); trying again in \(wait)")
+    }
   }
 
   /// The file at `path` if its content must be hashed (it changed since the version it
@@ -77,10 +103,12 @@ extension SyncEngine {
   /// first (fsynced here, or with its batch when `durable` is false, before the window's
   /// records): a version must never name content that a power cut can take back from the
   /// file, or the older content would come back as a new local edit.
-  func hashFile(_ job: HashJob, durable: Bool = true) throws(SyncError) -> VersionContent? {
+  func hashFile(_ job: HashJob, durable: Bool = true) throws(SyncError) -> VersionContent {
     let fd = openat(
       store.workingFiles, LocalStore.workingFileName(job.inode), O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
+    guard fd >= 0 else {
+      throw .local("cannot open its working file: \(String(cString: strerror(errno)))")
+    }
     defer { close(fd) }
     if durable { _ = fsync(fd) }
     let (hash, copied) = try blobs.add(from: fd, durable: durable)
@@ -89,13 +117,19 @@ extension SyncEngine {
 
   /// The first part of a window, under the lock: takes the operations and finds what each
   /// touched path showed and shows now; files that changed are left to hash.
-  private func beginWindow(early: [DocumentPath: (LocalEntry, VersionContent?)]) -> Window? {
+  private func beginWindow(early: [DocumentPath: (LocalEntry, VersionContent)], force: Bool)
+    -> Window?
+  {
     guard let tree else { return nil }
     let pendingPaths = changeLog.peekPaths()
     guard !pendingPaths.isEmpty else { return nil }
     // Editor litter that stays open as long as the editor (vim's swap file) holds nothing back.
     let open = pendingPaths.filter { !ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
-    let operations = changeLog.drain(holdingBack: open)
+    let now = monotonicMilliseconds()
+    let retrying = pendingPaths.filter {
+      unrecordable[$0]?.holdsBack(at: now, syncAskedAt: force ? syncRequestedAt : nil) == true
+    }
+    let operations = changeLog.drain(holdingBack: open.union(retrying))
     guard !operations.isEmpty else { return nil }
 
     var coverage: Set<DocumentPath> = []
@@ -132,7 +166,11 @@ extension SyncEngine {
           window.after[path] = content
         } else if path == IgnoreRules.filePath {
           // Changed again since it was read a moment ago: a pattern file, read here.
-          window.after[path] = try? hashFile(job)
+          do {
+            window.after[path] = try hashFile(job)
+          } catch {
+            window.unreadable[path] = error.description
+          }
         } else {
           window.toHash.append(job)
           continue
@@ -143,7 +181,7 @@ extension SyncEngine {
             window.after[path] = content
           }
         } catch {
-          logger.error("cannot read \(path) to sync it: \(error)")
+          window.unreadable[path] = error.description
         }
       }
       if path == IgnoreRules.filePath, case .file(let hash, _, _)? = window.after[path],
@@ -244,9 +282,10 @@ extension SyncEngine {
       try persist(durable)
     } catch {
       logger.error("cannot record local changes: \(error)")
-      for operation in operations { changeLog.note(operation) }
+      changeLog.restore(operations)
       return
     }
+    for path in coverage { unrecordable[path] = nil }
     for (path, record) in newShown { shown[path] = record }
     outbox += records.map(\.id)
     let touched = known.insert(contentsOf: records)

@@ -97,6 +97,8 @@ public final class SyncEngine: @unchecked Sendable {
   var fetchedContent: [ContentHash: [UInt8]] = [:]
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
+  /// Paths whose content could not be read or copied for upload, and when to try again.
+  var unrecordable: [DocumentPath: RecordRetry] = [:]
   /// Blobs to fetch again (missing, or found damaged).
   var missingBlobs: [ContentHash: MissingBlob] = [:]
   /// Blobs checked against their hash, as their files were then.
@@ -416,11 +418,11 @@ public final class SyncEngine: @unchecked Sendable {
   /// Records pending local changes now, pushes them, pulls everything new, and returns when
   /// the tree shows the hub's current state (or throws at the deadline).
   public func synchronize(timeout: Duration) async throws(SyncError) {
-    let target: UInt64 = try withLock { () throws(SyncError) -> UInt64 in
+    let (target, askedAt) = try withLock { () throws(SyncError) -> (UInt64, UInt64) in
       if paused { throw .paused }
       syncRequested += 1
       syncRequestedAt = monotonicMilliseconds()
-      return syncRequested
+      return (syncRequested, syncRequestedAt)
     }
     changeLog.wake.signal()
     // On the monotonic clock, as every wait of the engine: the wall clock may be hours off, and
@@ -437,12 +439,15 @@ public final class SyncEngine: @unchecked Sendable {
         return
       }
       if withLock({ paused }) { throw .paused }
+      // A path this sync tried to record and could not: waiting longer would not help.
+      if let failure = withLock({ unrecordableReport(since: askedAt) }) { throw .local(failure) }
       // Checked after the completion test, so a caller that was not scheduled for a while
       // still sees a sync that finished in time.
       if MonotonicTimer.now() >= deadline { break }
       await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
+      if let failure = unrecordableReport(since: 0) { return .local(failure) }
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
       var reasons: [DocumentPath: ContentWait] = [:]
       for item in waitingForContent() where item.version == nil { reasons[item.path] = item.reason }
@@ -458,6 +463,16 @@ public final class SyncEngine: @unchecked Sendable {
   }
 
   /// Where syncing stands.
+  /// The paths whose content could not be read for upload at or after `since` (monotonic
+  /// milliseconds), and why, in one line; nil when there are none. Called with the lock held.
+  func unrecordableReport(since: UInt64) -> String? {
+    let failed = unrecordable.filter { $0.value.attemptedAt >= since }.sorted { $0.key < $1.key }
+    guard !failed.isEmpty else { return nil }
+    let named = failed.prefix(3).map { "\($0.key) (\($0.value.reason))" }
+    let more = failed.count > 3 ? " and \(failed.count - 3) more" : ""
+    return "cannot read \(named.joined(separator: ", "))\(more) to sync it; trying again"
+  }
+
   public func status() -> SyncStatus {
     withLock {
       let pendingLocal = changeLog.quietFor().pending

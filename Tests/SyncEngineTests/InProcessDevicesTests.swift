@@ -386,6 +386,40 @@ struct InProcessDevicesTests {
     await b.stop()
   }
 
+  /// A save that cannot be copied for upload (here the blob store's folder for new blobs is
+  /// gone; a full disk or running out of descriptors does the same) is recorded later, once
+  /// it can be: never as a deletion of the document, which every device would carry out.
+  @Test func aSaveThatCannotBeCopiedWaitsAndIsNeverADeletion() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "first\n")
+    try await a.sync()
+    try await b.sync()
+    let incoming = a.store.blobFolder + "/tmp"
+    #expect(rename(incoming, incoming + "-aside") == 0)
+    // A file where the folder was: even root cannot create a blob below it.
+    #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+    try a.write("plan.md", "second\n")
+    // The sync says why at once, rather than when its time is up.
+    let failure = await #expect(throws: SyncError.self) {
+      try await a.engine.synchronize(timeout: .seconds(20))
+    }
+    #expect(
+      failure?.description.contains("cannot read plan.md") == true, "\(String(describing: failure))"
+    )
+    try await b.sync()
+    #expect(try b.read("plan.md") == "first\n")
+    #expect(try a.read("plan.md") == "second\n")
+    #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0)
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("plan.md") == "second\n")
+    #expect(a.engine.conflicts().isEmpty && b.engine.conflicts().isEmpty)
+    await a.stop()
+    await b.stop()
+  }
+
   @Test func aNewDeviceGetsTheWholeLibraryAndDeletesNothing() async throws {
     let library = Library()
     let a = try library.device("a")
