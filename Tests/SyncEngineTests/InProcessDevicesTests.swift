@@ -420,6 +420,41 @@ struct InProcessDevicesTests {
     await b.stop()
   }
 
+  /// One file that cannot be read holds back only itself: the rest of the folder syncs, and
+  /// the other device keeps the unreadable file's last version.
+  @Test func aFileThatCannotBeReadHoldsBackOnlyItself() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "first\n")
+    try await a.sync()
+    try await b.sync()
+    // Open for writing, its steps wait for the close; meanwhile its working file becomes a
+    // folder, which opens for reading but cannot be read.
+    let handle = try a.writeLeavingOpen("plan.md", "second\n")
+    let working = a.store.directory + "/files/" + LocalStore.workingFileName(try a.inode("plan.md"))
+    #expect(unlink(working) == 0 && mkdir(working, 0o700) == 0)
+    try a.write("other.md", "other\n")
+    try a.fileSystem.flush(handle: handle)
+    a.fileSystem.release(handle: handle)
+    let failure = await #expect(throws: SyncError.self) {
+      try await a.engine.synchronize(timeout: .seconds(20))
+    }
+    #expect(
+      failure?.description.contains("cannot read plan.md") == true, "\(String(describing: failure))"
+    )
+    var arrived = false
+    for _ in 0..<200 where !arrived {
+      try await b.sync()
+      arrived = (try? b.read("other.md")) == "other\n"
+      if !arrived { try await Task.sleep(for: .milliseconds(20)) }
+    }
+    #expect(arrived, "other.md did not reach b while plan.md could not be read")
+    #expect(try b.read("plan.md") == "first\n")
+    await a.stop()
+    await b.stop()
+  }
+
   @Test func aNewDeviceGetsTheWholeLibraryAndDeletesNothing() async throws {
     let library = Library()
     let a = try library.device("a")
