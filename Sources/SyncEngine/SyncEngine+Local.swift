@@ -32,16 +32,18 @@ extension SyncEngine {
         unreadable[job.path] = error.description
       }
     }
-    // A path left out of `after` would be recorded as deleted, on every device.
-    if !unreadable.isEmpty {
-      withLock { holdBack(window, unreadable: unreadable) }
-      return
-    }
     // The files, the blobs and their names reach the disk before any record that names them.
+    // Also when the window waits: a blob already in the store is not written again, so the
+    // next window's records would name these without making them durable.
     if batch {
       store.syncEverything()
     } else if !hashed.isEmpty {
       store.syncBlobFolders(of: hashed)
+    }
+    // A path left out of `after` would be recorded as deleted, on every device.
+    if !unreadable.isEmpty {
+      withLock { holdBack(window, unreadable: unreadable) }
+      return
     }
     withLock { finishWindow(window, after: after) }
   }

@@ -45,6 +45,9 @@ public struct SyncStatus: Sendable {
   /// Paths that keep their last good content while the content of their current version is not
   /// here, and conflict versions (by their name in `.versions`) whose content is not, and why.
   public var waiting: [ContentWaiting] = []
+  /// Paths whose saved content could not be read or copied for upload, and why: they are
+  /// tried again, and each keeps what it holds meanwhile.
+  public var unreadable: [(path: DocumentPath, reason: String)] = []
 }
 
 /// Pushes local versions, pulls remote ones, and keeps the local tree showing every path's
@@ -462,7 +465,6 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
-  /// Where syncing stands.
   /// The paths whose content could not be read for upload at or after `since` (monotonic
   /// milliseconds), and why, in one line; nil when there are none. Called with the lock held.
   func unrecordableReport(since: UInt64) -> String? {
@@ -473,6 +475,7 @@ public final class SyncEngine: @unchecked Sendable {
     return "cannot read \(named.joined(separator: ", "))\(more) to sync it; trying again"
   }
 
+  /// Where syncing stands.
   public func status() -> SyncStatus {
     withLock {
       let pendingLocal = changeLog.quietFor().pending
@@ -505,7 +508,8 @@ public final class SyncEngine: @unchecked Sendable {
         state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
         upload: upload, download: download, lastSync: lastSync,
         conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
-        waiting: waitingForContent())
+        waiting: waitingForContent(),
+        unreadable: unrecordable.map { ($0.key, $0.value.reason) }.sorted { $0.path < $1.path })
     }
   }
 

@@ -378,6 +378,12 @@ struct StatusReport: Codable {
     var reason: String
   }
 
+  struct Unreadable: Codable {
+    var path: String
+    /// The error of the last attempt to read or copy it.
+    var reason: String
+  }
+
   /// One direction of transfer: versions (files) and bytes done and in all, counted since that
   /// direction was last idle.
   struct Transfer: Codable {
@@ -413,6 +419,8 @@ struct StatusReport: Codable {
   var conflicts: [Conflict]
   /// Absent when the mount is not running.
   var waiting: [Waiting]?
+  /// Saves that could not be read or copied for upload (a full disk); absent when none.
+  var unreadable: [Unreadable]?
 
   init(_ status: SyncStatus, mountPoint: String) {
     self.mountPoint = mountPoint
@@ -437,6 +445,11 @@ struct StatusReport: Codable {
     conflicts = status.conflicts.map { Conflict(path: $0.path.description, versions: $0.versions) }
     waiting = status.waiting.map {
       Waiting(path: $0.path.description, version: $0.version, reason: $0.reason.rawValue)
+    }
+    if !status.unreadable.isEmpty {
+      unreadable = status.unreadable.map {
+        Unreadable(path: $0.path.description, reason: $0.reason)
+      }
     }
   }
 

@@ -253,6 +253,11 @@ struct StatusCommand: ParsableCommand {
           lines.append("    \(name) (\(item.reason))")
         }
       }
+      if let unreadable = report.unreadable, !unreadable.isEmpty {
+        // Each is tried again by itself; the file keeps what was saved.
+        lines.append("  cannot read to sync: \(unreadable.count) (tried again; nothing is lost)")
+        for item in unreadable { lines.append("    \(item.path) (\(item.reason))") }
+      }
     }
     return lines.joined(separator: "\n") + "\n"
   }

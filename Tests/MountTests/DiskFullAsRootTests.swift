@@ -75,6 +75,11 @@ struct DiskFullAsRootTests {
       #expect(refused.status == 1, "\(refused)")
       #expect(refused.stderr.contains("doc.bin"), "\(refused.stderr)")
       #expect(refused.stderr.contains("No space left on device"), "\(refused.stderr)")
+      let status = try check([binary, "status", a]).stdout
+      #expect(status.contains("cannot read to sync: 1"), "\(status)")
+      #expect(status.contains("doc.bin (") && status.contains("No space left on device"))
+      let json = try check([binary, "status", a, "--json"]).stdout
+      #expect(json.contains("\"unreadable\""), "\(json)")
       try check([binary, "sync", b])
       #expect(Self.holds(b + "/doc.bin", first), "the other device lost the document")
       #expect(Self.holds(a + "/doc.bin", second))
@@ -85,6 +90,7 @@ struct DiskFullAsRootTests {
       #expect(synced.status == 0, "\(synced)\n\(log.suffix(2000))")
       try check([binary, "sync", b])
       #expect(Self.holds(b + "/doc.bin", second))
+      #expect(!(try check([binary, "status", a]).stdout.contains("cannot read to sync")))
     }
   }
 }
