@@ -127,10 +127,14 @@ extension SyncEngine {
     guard !pendingPaths.isEmpty else { return nil }
     // Editor litter that stays open as long as the editor (vim's swap file) holds nothing back.
     let open = pendingPaths.filter { !ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
+    // Empty but while a save cannot be read: a burst of thousands of creates looks up nothing.
     let now = monotonicMilliseconds()
-    let retrying = pendingPaths.filter {
-      unrecordable[$0]?.holdsBack(at: now, syncAskedAt: force ? syncRequestedAt : nil) == true
-    }
+    let retrying =
+      unrecordable.isEmpty
+      ? []
+      : pendingPaths.filter {
+        unrecordable[$0]?.holdsBack(at: now, syncAskedAt: force ? syncRequestedAt : nil) == true
+      }
     let operations = changeLog.drain(holdingBack: open.union(retrying))
     guard !operations.isEmpty else { return nil }
 
@@ -287,7 +291,9 @@ extension SyncEngine {
       changeLog.restore(operations)
       return
     }
-    for path in coverage { unrecordable[path] = nil }
+    if !unrecordable.isEmpty {
+      for path in coverage { unrecordable[path] = nil }
+    }
     for (path, record) in newShown { shown[path] = record }
     outbox += records.map(\.id)
     let touched = known.insert(contentsOf: records)
