@@ -37,6 +37,14 @@ struct OrdinaryUserMountTests {
     }
   }
 
+  /// The daemon's "Max open files" line of /proc/PID/limits, and its fields split on spaces
+  /// (the soft limit at 3, the hard one at 4).
+  static func openFileLimits(of m: MountFixture) throws -> (line: Substring?, fields: [Substring]) {
+    let limits = try #require(MountFixture.procFile("/proc/\(try m.daemonPID())/limits"))
+    let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
+    return (line, line?.split(separator: " ", omittingEmptySubsequences: true) ?? [])
+  }
+
   /// Every file open on the mount holds its working file open in the daemon. Started with the
   /// soft limit on descriptors most people have (1,024), the daemon lifts its own to the hard
   /// limit, so a person may hold as many files open on the mount as their own limit allows:
@@ -57,9 +65,7 @@ struct OrdinaryUserMountTests {
     usual.rlim_cur = min(original.rlim_cur, 1024)
     try #require(setrlimit(resource, &usual) == 0)
     try MountFixture.withMount { m throws in
-      let limits = try #require(MountFixture.procFile("/proc/\(try m.daemonPID())/limits"))
-      let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
-      let fields = line?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+      let (line, fields) = try Self.openFileLimits(of: m)
       #expect(
         fields.count >= 5 && fields[3] == fields[4] && fields[3] == "\(original.rlim_max)",
         "the daemon's \(line ?? "limits have no open-files line")")
@@ -106,9 +112,7 @@ struct OrdinaryUserMountTests {
       programs: ["prlimit"], launcher: ["prlimit", "--nofile=\(limit):\(limit)", "--"]
     ) { m throws in
       let binary = try MountFixture.docsyncBinary()
-      let limits = try #require(MountFixture.procFile("/proc/\(try m.daemonPID())/limits"))
-      let line = limits.split(separator: "\n").first { $0.hasPrefix("Max open files") }
-      let fields = line?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+      let (line, fields) = try Self.openFileLimits(of: m)
       try #require(
         fields.count >= 5 && fields[3] == "\(limit)" && fields[4] == "\(limit)",
         "the daemon's \(line ?? "limits have no open-files line")")
