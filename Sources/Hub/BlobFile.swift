@@ -5,9 +5,25 @@ import Glibc
 /// The local file side of a blob transfer, shared by every hub: chunks read from and written
 /// to a descriptor at explicit offsets, whatever the descriptor's own position.
 public enum BlobFile {
+  /// Whose file a descriptor is. A failed read or write of the hub's own file is the hub's
+  /// failure; of the caller's file (the content it puts, the file a fetch fills) it is the
+  /// caller's, ``HubError/local(_:)``: a full disk on a device is not an unreachable hub.
+  public enum Owner: Sendable {
+    case hub
+    case caller
+  }
+
+  /// The error for a read or write of `owner`'s file that failed with the current `errno`.
+  static func failure(to verb: String, _ owner: Owner) -> HubError {
+    switch owner {
+    case .hub: .failed("cannot \(verb) the blob's file: \(errorText())")
+    case .caller: .local("cannot \(verb) this device's file of the content: \(errorText())")
+    }
+  }
+
   /// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
-  public static func readChunk(_ fd: Int32, at offset: Int64, count: Int) throws(HubError)
-    -> [UInt8]
+  public static func readChunk(_ fd: Int32, at offset: Int64, count: Int, of owner: Owner)
+    throws(HubError) -> [UInt8]
   {
     var buffer = [UInt8](repeating: 0, count: count)
     var filled = 0
@@ -17,7 +33,7 @@ public enum BlobFile {
       }
       if got < 0 {
         if errno == EINTR { continue }
-        throw .failed("cannot read the blob's file: \(errorText())")
+        throw failure(to: "read", owner)
       }
       if got == 0 { break }
       filled += got
@@ -30,10 +46,10 @@ public enum BlobFile {
   /// ``startWriteback(_:before:count:)``). On a descriptor that ``writeAround(_:size:)`` set
   /// up, aligned chunks go straight to the disk; the first one that is not aligned (the
   /// file's tail), or that the file system refuses, turns that off and goes through the cache.
-  public static func write(_ fd: Int32, _ data: some ContiguousBytes, at offset: Int64)
-    throws(HubError)
-  {
-    var failure: HubError?
+  public static func write(
+    _ fd: Int32, _ data: some ContiguousBytes, at offset: Int64, of owner: Owner
+  ) throws(HubError) {
+    var failed: HubError?
     data.withUnsafeBytes { bytes in
       var direct = writesAround(fd)
       if direct && !isAligned(bytes, at: offset) { direct = !stopWritingAround(fd) }
@@ -50,13 +66,13 @@ public enum BlobFile {
             direct = !stopWritingAround(fd)
             if !direct { continue }
           }
-          failure = .failed("cannot write the blob's file: \(errorText())")
+          failed = Self.failure(to: "write", owner)
           return
         }
         written += put
       }
     }
-    if let failure { throw failure }
+    if let failed { throw failed }
   }
 
   /// Bytes copied per step through the cache: large enough that a system call and a hash
@@ -67,9 +83,10 @@ public enum BlobFile {
   /// offsets, hashing on the way when there is a hasher; `offset` ends at the source's size.
   /// A large copy goes around the page cache (``writeAround(_:size:)``); `destination`'s
   /// flags are as they came when it returns (a direct descriptor refuses unaligned reads).
+  /// `owners` says whose file each end is.
   public static func copy(
     from source: Int32, to destination: Int32?, at offset: inout Int64, hasher: inout SHA256?,
-    readOnce: Bool = false
+    readOnce: Bool = false, owners: (source: Owner, destination: Owner)
   ) throws(HubError) {
     var info = stat()
     let left = fstat(source, &info) == 0 ? Int64(info.st_size) - offset : -1
@@ -78,7 +95,8 @@ public enum BlobFile {
     defer { if around, let destination { stopWritingAround(destination) } }
     if around, let destination {
       try copyAround(
-        from: source, to: destination, at: &offset, hasher: &hasher, readOnce: readOnce)
+        from: source, to: destination, at: &offset, hasher: &hasher, readOnce: readOnce,
+        owners: owners)
       return
     }
     // No larger than the file: a buffer of a MiB for each of 10,000 small files was a
@@ -87,11 +105,11 @@ public enum BlobFile {
     let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 4096)
     defer { buffer.deallocate() }
     while true {
-      let got = try read(source, into: buffer, at: offset, once: readOnce)
+      let got = try read(source, into: buffer, at: offset, once: readOnce, of: owners.source)
       if got == 0 { return }
       let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
       hasher?.update(bufferPointer: bytes)
-      if let destination { try write(destination, bytes, at: offset) }
+      if let destination { try write(destination, bytes, at: offset, of: owners.destination) }
       offset += Int64(got)
     }
   }
@@ -102,12 +120,12 @@ public enum BlobFile {
   /// writer; the disk alone writes 1 GiB in about 0.9 s).
   private static func copyAround(
     from source: Int32, to destination: Int32, at offset: inout Int64, hasher: inout SHA256?,
-    readOnce: Bool
+    readOnce: Bool, owners: (source: Owner, destination: Owner)
   ) throws(HubError) {
     let buffers = (0..<ChunkWriter.buffers).map { _ in
       UnsafeMutableRawBufferPointer.allocate(byteCount: writeAroundStep, alignment: 4096)
     }
-    let writer = ChunkWriter(destination)
+    let writer = ChunkWriter(destination, of: owners.destination)
     // Every write given is done before its buffer goes, also when a read fails.
     defer {
       try? writer.finish()
@@ -118,7 +136,7 @@ public enum BlobFile {
       writer.waitForBuffer()
       if let error = writer.error { throw error }
       let buffer = buffers[index % buffers.count]
-      let got = try read(source, into: buffer, at: offset, once: readOnce)
+      let got = try read(source, into: buffer, at: offset, once: readOnce, of: owners.source)
       if got == 0 { break }
       let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
       hasher?.update(bufferPointer: bytes)
@@ -135,7 +153,8 @@ public enum BlobFile {
   /// read-ahead than on keeping it (on this virtual machine, pages the kernel has just freed
   /// also cost no host fault when they are taken again: see ``writeAroundThreshold``).
   private static func read(
-    _ source: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, once: Bool
+    _ source: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, once: Bool,
+    of owner: Owner
   ) throws(HubError) -> Int {
     defer {
       if once { _ = posix_fadvise(source, off_t(offset), off_t(buffer.count), POSIX_FADV_DONTNEED) }
@@ -146,7 +165,7 @@ public enum BlobFile {
         source, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset) + off_t(filled))
       if got < 0 {
         if errno == EINTR { continue }
-        throw .failed("cannot read the blob's file: \(errorText())")
+        throw failure(to: "read", owner)
       }
       if got == 0 { break }
       filled += got
@@ -155,10 +174,12 @@ public enum BlobFile {
   }
 
   /// How many bytes the open file `fd` holds and their SHA-256, read from offset 0.
-  public static func digest(of fd: Int32) throws(HubError) -> (size: Int64, digest: [UInt8]) {
+  public static func digest(of fd: Int32, _ owner: Owner) throws(HubError) -> (
+    size: Int64, digest: [UInt8]
+  ) {
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
-    try copy(from: fd, to: nil, at: &offset, hasher: &hasher)
+    try copy(from: fd, to: nil, at: &offset, hasher: &hasher, owners: (owner, owner))
     return (offset, Array(hasher!.finalize()))
   }
 

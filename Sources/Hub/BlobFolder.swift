@@ -61,7 +61,8 @@ struct BlobFolder: Sendable {
       var hasher = checked ? nil : SHA256()
       var offset: Int64 = 0
       if checked { offset = Self.copyInKernel(from: source, to: fd) }
-      try BlobFile.copy(from: source, to: fd, at: &offset, hasher: &hasher)
+      try BlobFile.copy(
+        from: source, to: fd, at: &offset, hasher: &hasher, owners: (.caller, .hub))
       if let hasher {
         let digest = Array(hasher.finalize())
         guard digest == hash else {
@@ -166,7 +167,9 @@ struct BlobFolder: Sendable {
     _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
-    try BlobFile.copy(from: fd, to: destination, at: &offset, hasher: &hasher, readOnce: true)
+    try BlobFile.copy(
+      from: fd, to: destination, at: &offset, hasher: &hasher, readOnce: true,
+      owners: (.hub, .caller))
     return (offset, Array(hasher!.finalize()))
   }
 
@@ -176,7 +179,7 @@ struct BlobFolder: Sendable {
     let fd = openat(descriptor, hexString(hash), O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { _ = Glibc.close(fd) }
-    guard let bytes = try? BlobFile.readChunk(fd, at: 0, count: Int(limit) + 1),
+    guard let bytes = try? BlobFile.readChunk(fd, at: 0, count: Int(limit) + 1, of: .hub),
       bytes.count <= limit
     else { return nil }
     return bytes

@@ -9,14 +9,16 @@ final class ChunkWriter: Sendable {
   static let buffers = 2
 
   private let descriptor: Int32
+  private let owner: BlobFile.Owner
   private let queue = DispatchQueue(label: "docsync.chunk-writer")
   // Counts free buffers. Made at 0 and raised: libdispatch traps when a semaphore goes away
   // below the value it was made with, which a copy cut short by an error leaves it.
   private let free = DispatchSemaphore(value: 0)
   private let failure = Mutex<HubError?>(nil)
 
-  init(_ descriptor: Int32) {
+  init(_ descriptor: Int32, of owner: BlobFile.Owner) {
     self.descriptor = descriptor
+    self.owner = owner
     for _ in 0..<Self.buffers { free.signal() }
   }
 
@@ -36,7 +38,7 @@ final class ChunkWriter: Sendable {
     queue.async { [self] in
       if error == nil {
         do throws(HubError) {
-          try BlobFile.write(descriptor, bytes, at: offset)
+          try BlobFile.write(descriptor, bytes, at: offset, of: owner)
         } catch {
           failure.withLock { $0 = error }
         }

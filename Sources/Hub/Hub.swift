@@ -206,6 +206,10 @@ public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
   case missingBlob([UInt8])
   /// The hub location cannot be used: not a database, a folder, an unknown kind.
   case invalidLocation(String)
+  /// The caller's own file (the content it puts, the file a fetch fills) could not be read or
+  /// written: a full disk or a failing one on the caller's side, with nothing wrong with the
+  /// hub.
+  case local(String)
   /// Anything else.
   case failed(String)
 
@@ -215,6 +219,7 @@ public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
     case .integrity(let reason): "integrity check failed: \(reason)"
     case .missingBlob(let hash): "the hub has no blob \(hexString(hash))"
     case .invalidLocation(let reason): "invalid hub location: \(reason)"
+    case .local(let reason): reason
     case .failed(let reason): "hub operation failed: \(reason)"
     }
   }

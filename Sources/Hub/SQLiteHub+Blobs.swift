@@ -77,7 +77,7 @@ extension SQLiteHub {
     else { return false }
     let size = Int64(info.st_size)
     if !checked {
-      let digest = try BlobFile.digest(of: descriptor)
+      let digest = try BlobFile.digest(of: descriptor, .caller)
       guard digest.size == size, digest.digest == hash else {
         throw .integrity(
           "the file's SHA-256 is \(hexString(digest.digest)), not the \(hexString(hash)) it was put under"
@@ -163,7 +163,8 @@ extension SQLiteHub {
       var offset: Int64 = 0
       var index = 0
       while true {
-        let chunk = try BlobFile.readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        let chunk = try BlobFile.readChunk(
+          fileDescriptor, at: offset, count: Self.chunkSize, of: .caller)
         if chunk.isEmpty { break }
         if !checked { hasher.update(data: chunk) }
         let data = Data(chunk)
@@ -252,13 +253,13 @@ extension SQLiteHub {
       var hasher = SHA256()
       try await forEachChunk(of: stored.upload) { (chunk) throws(HubError) in
         hasher.update(data: chunk)
-        try BlobFile.write(fileDescriptor, chunk, at: offset)
+        try BlobFile.write(fileDescriptor, chunk, at: offset, of: .caller)
         offset += Int64(chunk.count)
       }
       digest = Array(hasher.finalize())
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
-      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
+      throw .local("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
     }
     guard offset == stored.size else {
       throw .integrity(

@@ -27,7 +27,8 @@ extension PostgresHub {
       var offset: Int64 = 0
       var index = 0
       while true {
-        let chunk = try BlobFile.readChunk(fileDescriptor, at: offset, count: Self.chunkSize)
+        let chunk = try BlobFile.readChunk(
+          fileDescriptor, at: offset, count: Self.chunkSize, of: .caller)
         if chunk.isEmpty { break }
         hasher.update(data: chunk)
         let chunkHash = Array(SHA256.hash(data: chunk))
@@ -111,12 +112,12 @@ extension PostgresHub {
         throw .integrity("chunk \(index) of blob \(hexString(hash)) arrived damaged")
       }
       hasher.update(data: bytes)
-      try BlobFile.write(fileDescriptor, bytes, at: offset)
+      try BlobFile.write(fileDescriptor, bytes, at: offset, of: .caller)
       offset += Int64(bytes.count)
       index += 1
     }
     if ftruncate(fileDescriptor, off_t(offset)) != 0 {
-      throw .failed("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
+      throw .local("cannot truncate the file for blob \(hexString(hash)): \(BlobFile.errorText())")
     }
     guard offset == stored.size else {
       throw .integrity(

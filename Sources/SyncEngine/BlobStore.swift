@@ -84,7 +84,8 @@ struct BlobStore: Sendable {
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
     do throws(HubError) {
-      try BlobFile.copy(from: source, to: fd, at: &offset, hasher: &hasher)
+      try BlobFile.copy(
+        from: source, to: fd, at: &offset, hasher: &hasher, owners: (.caller, .caller))
     } catch {
       close(fd)
       unlink(temporary)
@@ -221,6 +222,16 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     case .hub(let reason): reason
     case .timeout(let reason): reason
     case .paused: "syncing is paused (docsync resume)"
+    }
+  }
+
+  /// A hub call's failure: the caller's own file's (a full disk here) is local, any other the
+  /// hub's.
+  init(_ error: HubError) {
+    if case .local(let reason) = error {
+      self = .local(reason)
+    } else {
+      self = .hub(error.description)
     }
   }
 }

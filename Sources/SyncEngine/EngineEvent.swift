@@ -15,6 +15,11 @@ public struct EngineEvent: Sendable, Equatable {
     case offline(reason: String)
     /// The hub answers again after being unreachable since `since` (wall milliseconds).
     case online(since: UInt64)
+    /// The hub answers, but this device cannot store or read what it syncs (its disk is
+    /// full); the mount keeps working and retries.
+    case failing(reason: String)
+    /// Syncing works again after failing here since `since` (wall milliseconds).
+    case recovered(since: UInt64)
     /// A record from another device failed its checks and was not stored.
     case refused(version: String, path: String, device: String, reason: String)
     /// A direction went idle after moving `files` versions' content, `bytes` in all.

@@ -273,7 +273,8 @@ extension SyncEngine {
     var hasher: SHA256? = SHA256()
     var copied: Int64 = 0
     do throws(HubError) {
-      try BlobFile.copy(from: source, to: fd, at: &copied, hasher: &hasher)
+      try BlobFile.copy(
+        from: source, to: fd, at: &copied, hasher: &hasher, owners: (.caller, .caller))
     } catch {
       logger.error("cannot copy the content of \(item.path): \(error.description)")
       return nil

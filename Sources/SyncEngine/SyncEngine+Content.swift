@@ -158,6 +158,6 @@ extension SyncEngine {
 
   /// Checks that an open file holds `hash`, reading it from the start.
   static func holds(_ fd: Int32, _ hash: ContentHash) -> Bool {
-    (try? BlobFile.digest(of: fd))?.digest == hash.bytes
+    (try? BlobFile.digest(of: fd, .caller))?.digest == hash.bytes
   }
 }

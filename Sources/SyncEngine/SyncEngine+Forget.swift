@@ -105,7 +105,7 @@ extension SyncEngine {
       do {
         try await hub.forget(records: ids[batch..<min(batch + 4096, ids.count)].map(\.bytes))
       } catch {
-        throw .hub(error.description)
+        throw SyncError(error)
       }
     }
     // Versions of this device that never reached the hub go too: the hub skipped them.
@@ -147,7 +147,7 @@ extension SyncEngine {
         do {
           page = try await hub.erasures(after: cursor, limit: 512)
         } catch {
-          throw .hub(error.description)
+          throw SyncError(error)
         }
         if page.erasures.isEmpty { break }
         for erasure in page.erasures {

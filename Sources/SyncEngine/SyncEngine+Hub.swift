@@ -8,11 +8,14 @@ extension SyncEngine {
   func run() async {
     var backoff: UInt64 = 250
     var retryAt: UInt64 = 0
+    // The latest sync request that a failed turn had seen: a newer one tries again at once.
+    var failedTarget: UInt64 = 0
     while withLock({ running }) {
       // Read before looking at anything, so that a wake-up in between is not missed.
       let seen = changeLog.wake.generation
-      let target = withLock { syncRequested }
-      let forced = target > withLock({ syncCompleted })
+      let (target, forced) = withLock {
+        (syncRequested, syncRequested > syncCompleted && syncWaiters > 0)
+      }
       let (quiet, pending) = changeLog.quietFor()
       if pending && (quiet >= quietMilliseconds || forced) {
         recordWindow(force: forced)
@@ -20,7 +23,7 @@ extension SyncEngine {
       applyPending()
       let now = monotonicMilliseconds()
       let isPaused = withLock { paused }
-      if isPaused || (!forced && now < retryAt) {
+      if isPaused || (now < retryAt && !(forced && target > failedTarget)) {
         let untilRetry = Duration.milliseconds(Int(retryAt > now ? retryAt - now : 0))
         await waitForWork(seen: seen, limit: isPaused ? Self.idleWait : untilRetry)
         continue
@@ -45,13 +48,14 @@ extension SyncEngine {
         withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
-          if let offline {
+          noteOnline()
+          if let failing {
             logger.info(
-              "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))"
+              "syncing again (failing since \(HLCTimestamp(wallMilliseconds: failing.since).isoString))"
             )
-            events.post(.online(since: offline.since), time: wallMilliseconds())
+            events.post(.recovered(since: failing.since), time: wallMilliseconds())
           }
-          offline = nil
+          failing = nil
           lastSync = wallMilliseconds()
           // Only a requested sync waits to be settled, and the check walks every pending
           // path: done on each turn of the loop, it made a burst of creates quadratic.
@@ -72,20 +76,54 @@ extension SyncEngine {
           await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
       } catch {
-        withLock {
-          if offline == nil {
-            logger.warning("offline: \(error); retrying")
-            offline = (wallMilliseconds(), error.description)
-            events.post(.offline(reason: error.description), time: wallMilliseconds())
-          } else {
-            offline?.reason = error.description
-          }
-        }
-        retryAt = monotonicMilliseconds() + backoff
+        withLock { noteFailure(error) }
+        // While a sync waits, a few times a second; else less and less often.
+        failedTarget = target
+        retryAt = monotonicMilliseconds() + (forced ? min(backoff, Self.waitedRetry) : backoff)
         backoff = min(backoff * 2, 10_000)
         await MonotonicTimer.shared.sleep(for: .milliseconds(20))
       }
     }
+  }
+
+  /// How long a failed turn waits before it tries again while a `docsync sync` waits for it
+  /// (milliseconds).
+  static let waitedRetry: UInt64 = 250
+
+  /// Notes why a turn of the loop failed. The hub's failure makes this device offline. A local
+  /// one (its disk is full, its state cannot be written) is not the hub's: the hub answered
+  /// before it, as every turn asks the hub first, so the device is online and cannot sync.
+  /// Called with the lock held.
+  func noteFailure(_ error: SyncError) {
+    let now = wallMilliseconds()
+    guard case .local(let reason) = error else {
+      if offline == nil {
+        logger.warning("offline: \(error); retrying")
+        offline = (now, error.description)
+        events.post(.offline(reason: error.description), time: now)
+      } else {
+        offline?.reason = error.description
+      }
+      return
+    }
+    noteOnline()
+    if failing == nil {
+      logger.warning("cannot sync: \(reason); retrying")
+      events.post(.failing(reason: reason), time: now)
+      failing = (now, reason, monotonicMilliseconds())
+    } else {
+      failing?.reason = reason
+      failing?.at = monotonicMilliseconds()
+    }
+  }
+
+  /// The hub answered: ends being offline, if it was. Called with the lock held.
+  func noteOnline() {
+    guard let offline else { return }
+    logger.info(
+      "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))")
+    events.post(.online(since: offline.since), time: wallMilliseconds())
+    self.offline = nil
   }
 
   /// The longest the loop sleeps with nothing to do. Waking is driven by events; this only bounds
@@ -194,7 +232,7 @@ extension SyncEngine {
               blobs: record.content.blobHash.map { [$0.bytes] } ?? [])
           })
       } catch {
-        throw .hub(error.description)
+        throw SyncError(error)
       }
       let sent = Set(ready.map(\.id))
       let released = try withLock { () throws(SyncError) -> [ContentHash] in
@@ -233,7 +271,7 @@ extension SyncEngine {
       stored = try await hub.putSmallBlobs(
         Dictionary(uniqueKeysWithValues: small.map { ($0.key.bytes, $0.value) }))
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     return Set(small.keys.filter { stored.contains($0.bytes) })
   }
@@ -247,7 +285,7 @@ extension SyncEngine {
     do {
       if try await hub.hasBlob(hash: hash.bytes) { return true }
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     for attempt in 0..<2 {
       if attempt == 1 && !withLock({ restoreBlob(hash) }) { break }
@@ -278,7 +316,7 @@ extension SyncEngine {
         // Fetched again unless the hub lacks it too (then it stays missing until restored).
         withLock { noteMissing(hash, .damagedHere) }
       } catch {
-        throw .hub(error.description)
+        throw SyncError(error)
       }
     }
     // A hand-over that a crash cut short may have left the content in the hub, unrecorded:
@@ -286,7 +324,7 @@ extension SyncEngine {
     do {
       guard try await hub.recoverBlob(hash: hash.bytes) else { return false }
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     logger.info("the hub has blob \(hash.hex), which this device no longer holds")
     return true
@@ -320,7 +358,7 @@ extension SyncEngine {
     do {
       page = try await hub.records(after: cursor, limit: 512)
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     guard !page.records.isEmpty else {
       withLock {
@@ -480,7 +518,7 @@ extension SyncEngine {
         bytes = try await hub.smallBlobs(
           hashes: part.map(\.bytes), sizeLimit: Int(Self.smallContent))
       } catch {
-        throw .hub(error.description)
+        throw SyncError(error)
       }
       withLock {
         for hash in part {
@@ -516,7 +554,7 @@ extension SyncEngine {
     } catch {
       close(fd)
       unlink(temporary)
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     // The hub checked the bytes against the hash as they arrived (Hub.fetchBlob's contract,
     // on this side of the network), so they are not read back a second time here, nor when

@@ -168,7 +168,7 @@ extension SyncEngine {
       wanted = Set(
         try await hub.wantedBlobs().compactMap { Digest256(bytes: $0).map(ContentHash.init) })
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     for hash in wanted.sorted() where withLock({ holdsContent(hash, anywhere: true) }) {
       if try await uploadBlob(hash) {

@@ -180,7 +180,7 @@ extension SyncEngine {
     let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
-    guard let (size, digest) = try? BlobFile.digest(of: fd) else { return nil }
+    guard let (size, digest) = try? BlobFile.digest(of: fd, .caller) else { return nil }
     return (ContentHash(digest.withUnsafeBytes { Digest256(bytes: $0)! }), size)
   }
 }

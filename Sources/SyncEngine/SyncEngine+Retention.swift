@@ -14,7 +14,7 @@ extension SyncEngine {
     do {
       stored = try await hub.retention()
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     return stored.flatMap(RetentionPolicy.init(serialized:)) ?? .default
   }
@@ -24,7 +24,7 @@ extension SyncEngine {
     do {
       try await hub.setRetention(policy.serialized)
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
   }
 
@@ -110,7 +110,7 @@ extension SyncEngine {
     do {
       try await hub.prune(records: released.map(\.id.bytes))
     } catch {
-      throw .hub(error.description)
+      throw SyncError(error)
     }
     let removed = try release(Set(released.map(\.id)))
     report.blobs = removed.blobs

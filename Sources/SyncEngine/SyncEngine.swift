@@ -17,6 +17,9 @@ public struct SyncStatus: Sendable {
     /// shown.
     case pending
     case offline(since: UInt64, reason: String)
+    /// The hub answers, but this device cannot store or read what it syncs (its disk is full,
+    /// its state cannot be written) since `since`: tried again, nothing is lost meanwhile.
+    case cannotSync(since: UInt64, reason: String)
     case paused
   }
 
@@ -123,6 +126,9 @@ public final class SyncEngine: @unchecked Sendable {
   /// What never syncs: the built-in names and the current `.docsyncignore`.
   var ignore = IgnoreRules.builtIn
   var offline: (since: UInt64, reason: String)?
+  /// Since when (wall milliseconds) syncing fails here, not at the hub, and why; `at` is the
+  /// latest failure (monotonic milliseconds).
+  var failing: (since: UInt64, reason: String, at: UInt64)?
   var lastSync: UInt64?
   /// Versions pushed since the outbox was last empty, and the bytes they carry.
   var uploaded = (files: 0, bytes: UInt64(0))
@@ -134,6 +140,9 @@ public final class SyncEngine: @unchecked Sendable {
   var syncRequested: UInt64 = 0
   /// When the latest `synchronize` asked (monotonic milliseconds).
   var syncRequestedAt: UInt64 = 0
+  /// How many `synchronize` calls wait now. A request whose caller gave up no longer hurries
+  /// the loop: it once retried an unreachable hub every 20 ms until the hub came back.
+  var syncWaiters = 0
   var syncCompleted: UInt64 = 0
   var running = false
   /// `docsync prune` requests, the outcome of the latest one the loop ran, and when pruning
@@ -425,8 +434,10 @@ public final class SyncEngine: @unchecked Sendable {
       if paused { throw .paused }
       syncRequested += 1
       syncRequestedAt = monotonicMilliseconds()
+      syncWaiters += 1
       return (syncRequested, syncRequestedAt)
     }
+    defer { withLock { syncWaiters -= 1 } }
     changeLog.wake.signal()
     // On the monotonic clock, as every wait of the engine: the wall clock may be hours off, and
     // may be stepped while the sync runs.
@@ -442,15 +453,22 @@ public final class SyncEngine: @unchecked Sendable {
         return
       }
       if withLock({ paused }) { throw .paused }
-      // A path this sync tried to record and could not: waiting longer would not help.
-      if let failure = withLock({ unrecordableReport(since: askedAt) }) { throw .local(failure) }
+      // A path this sync tried to record and could not, or a turn of the loop that failed
+      // here, not at the hub: waiting longer would not help.
+      if let failure = withLock({
+        unrecordableReport(since: askedAt) ?? failingReport(since: askedAt)
+      }) {
+        throw .local(failure)
+      }
       // Checked after the completion test, so a caller that was not scheduled for a while
       // still sees a sync that finished in time.
       if MonotonicTimer.now() >= deadline { break }
       await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
-      if let failure = unrecordableReport(since: 0) { return .local(failure) }
+      if let failure = unrecordableReport(since: 0) ?? failingReport(since: 0) {
+        return .local(failure)
+      }
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
       var reasons: [DocumentPath: ContentWait] = [:]
       for item in waitingForContent() where item.version == nil { reasons[item.path] = item.reason }
@@ -475,6 +493,13 @@ public final class SyncEngine: @unchecked Sendable {
     return "cannot read \(named.joined(separator: ", "))\(more) to sync it; trying again"
   }
 
+  /// Why syncing failed here (not at the hub) at or after `since` (monotonic milliseconds), in
+  /// one line; nil when it did not. Called with the lock held.
+  func failingReport(since: UInt64) -> String? {
+    guard let failing, failing.at >= since else { return nil }
+    return "cannot sync: \(failing.reason); trying again"
+  }
+
   /// Where syncing stands.
   public func status() -> SyncStatus {
     withLock {
@@ -484,6 +509,8 @@ public final class SyncEngine: @unchecked Sendable {
         syncState = .paused
       } else if let offline {
         syncState = .offline(since: offline.since, reason: offline.reason)
+      } else if let failing {
+        syncState = .cannotSync(since: failing.since, reason: failing.reason)
       } else if download.doneFiles < download.totalFiles {
         syncState = .downloading
       } else if !outbox.isEmpty {

@@ -408,10 +408,14 @@ struct StatusReport: Codable {
   var device: String?
   var deviceID: String?
   var hub: String?
-  /// `up to date`, `uploading`, `downloading`, `pending`, `offline`, `paused` or `not running`.
+  /// `up to date`, `uploading`, `downloading`, `pending`, `offline`, `cannot sync`, `paused` or
+  /// `not running`.
   var state: String
   var offlineSince: String?
   var offlineReason: String?
+  /// cannot sync: since when and why (this device's disk or state, not the hub).
+  var cannotSyncSince: String?
+  var cannotSyncReason: String?
   var pendingUploads: Int
   var upload: Transfer?
   var download: Transfer?
@@ -437,6 +441,10 @@ struct StatusReport: Codable {
       state = "offline"
       offlineSince = isoTime(since)
       offlineReason = reason
+    case .cannotSync(let since, let reason):
+      state = "cannot sync"
+      cannotSyncSince = isoTime(since)
+      cannotSyncReason = reason
     }
     pendingUploads = status.pendingUploads
     upload = Transfer(status.upload)

@@ -7,7 +7,8 @@ struct EventReport: Codable {
   var sequence: UInt64
   var time: String
   var mountPoint: String
-  /// `conflict`, `resolved`, `merged`, `offline`, `online`, `refused` or `transfer`.
+  /// `conflict`, `resolved`, `merged`, `offline`, `online`, `failing`, `recovered`, `refused`
+  /// or `transfer`.
   var event: String
   var path: String?
   /// conflict: the names of the new conflict versions under `.versions/<path>/`.
@@ -22,10 +23,12 @@ struct EventReport: Codable {
   var by: String?
   /// resolved: conflict versions left.
   var remaining: Int?
-  /// offline: why; refused: what is wrong with the record.
+  /// offline and failing: why; refused: what is wrong with the record.
   var reason: String?
   /// online: since when the hub could not be reached.
   var offlineSince: String?
+  /// recovered: since when syncing failed on this device.
+  var failingSince: String?
   /// refused: the record's id and the device it names.
   var version: String?
   var device: String?
@@ -61,6 +64,12 @@ struct EventReport: Codable {
     case .online(let since):
       self.event = "online"
       offlineSince = isoTime(since)
+    case .failing(let reason):
+      self.event = "failing"
+      self.reason = reason
+    case .recovered(let since):
+      self.event = "recovered"
+      failingSince = isoTime(since)
     case .refused(let version, let path, let device, let reason):
       self.event = "refused"
       self.version = version
@@ -111,6 +120,10 @@ struct EventReport: Codable {
       what = "offline: \(reason)"
     case "online":
       what = "back online (offline since \(offlineSince ?? "?"))"
+    case "failing":
+      what = "cannot sync: \(reason); trying again"
+    case "recovered":
+      what = "syncing again (failing since \(failingSince ?? "?"))"
     case "refused":
       what = "refused: version \(version ?? "") of \(path) from \(device): \(reason)"
     case "transfer":

@@ -267,6 +267,11 @@ struct StatusCommand: ParsableCommand {
     switch report.state {
     case "offline":
       return "offline since \(report.offlineSince ?? "?") (\(report.offlineReason ?? ""))"
+    case "cannot sync":
+      // The hub is fine; what fails is here (a full disk): the person can act on it.
+      return
+        "cannot sync since \(report.cannotSyncSince ?? "?") (\(report.cannotSyncReason ?? "")); "
+        + "trying again, nothing is lost"
     case "uploading":
       let upload = report.upload
       return "uploading \(files(upload?.remainingFiles ?? report.pendingUploads))"

@@ -33,6 +33,7 @@ enum HubConformance {
     ("a blob that does not match its hash is refused", corruptPutRefused),
     ("a blob damaged in storage is detected on fetch", corruptFetchDetected),
     ("a missing blob is reported", missingBlobReported),
+    ("a failure of the caller's own file is the caller's, not the hub's", callersFileFails),
     (
       "small blobs put together read back, and one under a wrong key is never stored", putSmallBlobs
     ),
@@ -235,6 +236,37 @@ enum HubConformance {
     await #expect {
       _ = try await fetchBlob(hub, hash)
     } throws: { isIntegrityError($0) }
+  }
+
+  /// A put from a file this device cannot read, and a fetch into a file it cannot write (its
+  /// disk is full, as here a descriptor opened the other way), fail as ``HubError/local(_:)``:
+  /// the device must not call itself offline for its own disk. Small and large blobs take
+  /// different paths in a hub.
+  static func callersFileFails(_ fixture: HubFixture) async throws {
+    let hub = fixture.hub
+    for (count, seed) in [(1000, UInt64(11)), ((3 << 20) + 5, UInt64(12))] {
+      let content = pseudoRandomBytes(count: count, seed: seed)
+      let hash = HubHash.sha256(content)
+      let path = NSTemporaryDirectory() + "/hubtests-\(UUID().uuidString)"
+      #expect(FileManager.default.createFile(atPath: path, contents: Data(content)))
+      let writeOnly = open(path, O_WRONLY | O_CLOEXEC)
+      let readOnly = open(path, O_RDONLY | O_CLOEXEC)
+      unlink(path)
+      defer {
+        close(writeOnly)
+        close(readOnly)
+      }
+      try #require(writeOnly >= 0 && readOnly >= 0)
+      await #expect {
+        try await hub.putBlob(hash: hash, from: writeOnly)
+      } throws: { isLocalError($0) }
+      #expect(try await !hub.hasBlob(hash: hash))
+      try await hub.putBlob(hash: hash, from: readOnly)
+      await #expect {
+        try await hub.fetchBlob(hash: hash, to: readOnly)
+      } throws: { isLocalError($0) }
+      #expect(try await fetchBlob(hub, hash) == content)
+    }
   }
 
   static func smallBlobs(_ fixture: HubFixture) async throws {
@@ -510,6 +542,12 @@ func endCursor(_ hub: any Hub) async throws -> HubCursor {
     if page.records.isEmpty { return cursor }
     cursor = page.cursor
   }
+}
+
+/// Whether `error` is a failure of the caller's own file, naming why.
+func isLocalError(_ error: any Error) -> Bool {
+  guard case .local(let reason) = error as? HubError else { return false }
+  return reason.contains("Bad file descriptor") || reason.contains("Invalid argument")
 }
 
 /// Whether `error` is the hub's refusal of bytes that do not match their hash.

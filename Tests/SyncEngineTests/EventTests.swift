@@ -154,6 +154,32 @@ struct EventTests {
     await a.stop()
   }
 
+  /// A `docsync sync` that gave up on an unreachable hub no longer hurries the loop: it once
+  /// retried every 20 ms until the hub came back, for days on a laptop off the network.
+  @Test func aSyncThatGaveUpLeavesTheLoopToItsBackoff() async throws {
+    let library = Library()
+    let hub = UnplugableHub(try SQLiteHub(path: library.folder + "/hub.sqlite"))
+    let a = try Device(folder: library.folder + "/a", hub: hub, hubDescription: "test", name: "a")
+    try await a.sync()
+    hub.unplugged = true
+    try a.write("offline.txt", "written offline\n")
+    let asked = hub.refusals
+    await #expect(throws: (any Error).self) {
+      try await a.engine.synchronize(timeout: .seconds(1))
+    }
+    // While the sync waited, a few tries a second (four at most, and the first at once).
+    let whileWaiting = hub.refusals - asked
+    #expect(whileWaiting >= 2 && whileWaiting <= 8, "\(whileWaiting) tries in 1 s")
+    let gaveUp = hub.refusals
+    try await Task.sleep(for: .seconds(2))
+    // The backoff has reached a second or more: at most two tries in two seconds.
+    #expect(hub.refusals - gaveUp <= 3, "\(hub.refusals - gaveUp) tries in 2 s after the sync gave up")
+    hub.unplugged = false
+    // A new request tries at once, whatever the backoff.
+    try await a.engine.synchronize(timeout: .seconds(5))
+    await a.stop()
+  }
+
   @Test func theLogKeepsItsNewestEventsAndWakesItsReaders() async throws {
     let log = EventLog(capacity: 3)
     #expect(log.latest == 0)
@@ -179,6 +205,7 @@ struct EventTests {
 final class UnplugableHub: Hub {
   let inner: any Hub
   private let state = Mutex(false)
+  private let refusalCount = Mutex(0)
 
   init(_ inner: any Hub) { self.inner = inner }
 
@@ -187,8 +214,14 @@ final class UnplugableHub: Hub {
     set { state.withLock { $0 = newValue } }
   }
 
+  /// How many calls found it unplugged: a turn of the engine's loop stops at the first.
+  var refusals: Int { refusalCount.withLock { $0 } }
+
   private func check() throws(HubError) {
-    if unplugged { throw .unreachable("unplugged by the test") }
+    if unplugged {
+      refusalCount.withLock { $0 += 1 }
+      throw .unreachable("unplugged by the test")
+    }
   }
 
   func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {

@@ -455,6 +455,53 @@ struct InProcessDevicesTests {
     await b.stop()
   }
 
+  /// A device that cannot store what it pulls (its disk is full) is not offline: the hub
+  /// answers. It says that it cannot sync and why, at once, keeps what it shows, and catches
+  /// up when it can store again.
+  @Test func contentThatCannotBeStoredHereIsNotTheHubsFailure() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("plan.md", "first\n")
+    try await a.sync()
+    try await b.sync()
+    let mark = b.engine.events.latest
+    let incoming = b.store.blobFolder + "/tmp"
+    #expect(rename(incoming, incoming + "-aside") == 0)
+    #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+    // Larger than what a pull brings into memory: it is fetched into a blob file.
+    let second = String(repeating: "the second draft\n", count: 10_000)
+    try a.write("plan.md", second)
+    try await a.sync()
+    let failure = await #expect(throws: SyncError.self) {
+      try await b.engine.synchronize(timeout: .seconds(20))
+    }
+    guard case .local(let reason)? = failure else {
+      Issue.record("not a local failure: \(String(describing: failure))")
+      return
+    }
+    #expect(reason.hasPrefix("cannot sync: cannot create a blob: Not a directory"), "\(reason)")
+    guard case .cannotSync(_, let why) = b.engine.status().state else {
+      Issue.record("status: \(b.engine.status().state)")
+      return
+    }
+    #expect(why.contains("Not a directory"), "\(why)")
+    #expect(try b.read("plan.md") == "first\n")
+
+    #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0)
+    try await b.sync()
+    #expect(try b.read("plan.md") == second)
+    #expect(b.engine.status().state == .upToDate)
+    let kinds = b.engine.events.events(after: mark).map(\.kind)
+    let failing = kinds.firstIndex { if case .failing = $0 { true } else { false } }
+    let recovered = kinds.firstIndex { if case .recovered = $0 { true } else { false } }
+    #expect(failing != nil && recovered != nil && failing! < recovered!, "\(kinds)")
+    #expect(!kinds.contains { if case .offline = $0 { true } else { false } }, "\(kinds)")
+    #expect(kinds.filter { if case .failing = $0 { true } else { false } }.count == 1)
+    await a.stop()
+    await b.stop()
+  }
+
   @Test func aNewDeviceGetsTheWholeLibraryAndDeletesNothing() async throws {
     let library = Library()
     let a = try library.device("a")
