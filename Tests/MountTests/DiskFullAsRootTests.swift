@@ -28,31 +28,54 @@ struct DiskFullAsRootTests {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) == bytes } ?? false
   }
 
+  /// Two devices on one SQLite hub, `a` and `b`, with the state folder of `small` (`a` or
+  /// `b`) on a 24 MiB tmpfs (root-only: the mount), which `body` fills as it needs.
+  static func withDevices(
+    stateOnSmallDisk small: String,
+    _ body: (_ binary: String, _ a: String, _ b: String, _ disk: String) throws -> Void
+  ) throws {
+    try #require(TestEnvironment.isRoot, "mounting a small tmpfs needs root")
+    try MountFixture.withScratch { m throws in
+      let binary = try MountFixture.docsyncBinary()
+      let disk = m.scratch("small")
+      try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
+      try check(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", disk])
+      defer { _ = umount2(disk, Int32(MNT_DETACH)) }
+      let hub = m.scratch("hub.sqlite")
+      let mounts = ["a": m.mountPoint, "b": m.scratch("b")]
+      try FileManager.default.createDirectory(
+        atPath: mounts["b"]!, withIntermediateDirectories: true)
+      for name in ["a", "b"] {
+        let state = name == small ? disk + "/state" : m.scratch("\(name)-state")
+        try MountFixture.makePrivateFolder(state)
+        try check([
+          binary, "mount", mounts[name]!, "--state", state, "--hub", hub, "--device", name,
+        ])
+      }
+      defer {
+        for mount in mounts.values { _ = try? run([binary, "unmount", mount]) }
+      }
+      try body(binary, mounts["a"]!, mounts["b"]!, disk)
+    }
+  }
+
+  /// Fills the file system of `disk` but for `free` bytes, with the file `disk/filler`.
+  static func fill(_ disk: String, leaving free: Int) throws {
+    var info = statvfs()
+    try #require(statvfs(disk, &info) == 0)
+    let available = Int(info.f_bavail) * Int(info.f_frsize)
+    let filler = open(disk + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+    try #require(filler >= 0)
+    #expect(posix_fallocate(filler, 0, off_t(available - free)) == 0)
+    close(filler)
+  }
+
   /// The save waits and `docsync sync` says why; the other device keeps the document (before,
   /// the save was recorded as a deletion and the other device deleted it); once space is
   /// freed the save reaches it.
   @Test(.needs())
   func aSaveThatCannotBeCopiedOnAFullDiskDeletesNothingElsewhere() throws {
-    try #require(TestEnvironment.isRoot, "mounting a small tmpfs needs root")
-    try MountFixture.withScratch { m throws in
-      let binary = try MountFixture.docsyncBinary()
-      let small = m.scratch("small")
-      try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-      try check(["mount", "-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs", small])
-      defer { _ = umount2(small, Int32(MNT_DETACH)) }
-      let hub = m.scratch("hub.sqlite")
-      let a = m.mountPoint
-      let b = m.scratch("b")
-      try FileManager.default.createDirectory(atPath: b, withIntermediateDirectories: true)
-      try MountFixture.makePrivateFolder(small + "/state")
-      try MountFixture.makePrivateFolder(m.scratch("b-state"))
-      try check([binary, "mount", a, "--state", small + "/state", "--hub", hub, "--device", "a"])
-      defer { _ = try? run([binary, "unmount", a]) }
-      try check([
-        binary, "mount", b, "--state", m.scratch("b-state"), "--hub", hub, "--device", "b",
-      ])
-      defer { _ = try? run([binary, "unmount", b]) }
-
+    try Self.withDevices(stateOnSmallDisk: "a") { binary, a, b, small in
       let first = Self.content(1)
       try Self.save(a + "/doc.bin", first)
       try check([binary, "sync", a])
@@ -61,14 +84,7 @@ struct DiskFullAsRootTests {
 
       // Leave half the document's size free: rewriting it in place needs no more, its copy
       // for upload needs all of it.
-      var info = statvfs()
-      try #require(statvfs(small, &info) == 0)
-      let free = Int(info.f_bavail) * Int(info.f_frsize)
-      let filler = open(small + "/filler", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-      try #require(filler >= 0)
-      #expect(posix_fallocate(filler, 0, off_t(free - Self.size / 2)) == 0)
-      close(filler)
-
+      try Self.fill(small, leaving: Self.size / 2)
       let second = Self.content(2)
       try Self.save(a + "/doc.bin", second)
       let refused = try run([binary, "sync", a, "--timeout", "20"], timeout: .seconds(60))
@@ -91,6 +107,44 @@ struct DiskFullAsRootTests {
       try check([binary, "sync", b])
       #expect(Self.holds(b + "/doc.bin", second))
       #expect(!(try check([binary, "status", a]).stdout.contains("cannot read to sync")))
+    }
+  }
+
+  /// A device whose disk is full cannot store what it pulls. It is not offline (the hub
+  /// answers; before, it said "the hub is unreachable" and went on trying every 20 ms):
+  /// `docsync sync` and `status` say it cannot sync and why, it keeps what it shows, and it
+  /// catches up once space is freed.
+  @Test(.needs())
+  func aDeviceThatCannotStoreWhatItPullsSaysSoAndIsNotOffline() throws {
+    try Self.withDevices(stateOnSmallDisk: "b") { binary, a, b, small in
+      let first = Self.content(3)
+      try Self.save(a + "/doc.bin", first)
+      try check([binary, "sync", a])
+      try check([binary, "sync", b])
+      #expect(Self.holds(b + "/doc.bin", first))
+
+      try Self.fill(small, leaving: Self.size / 2)
+      let second = Self.content(4)
+      try Self.save(a + "/doc.bin", second)
+      try check([binary, "sync", a])
+      let refused = try run([binary, "sync", b, "--timeout", "20"], timeout: .seconds(60))
+      #expect(refused.status == 1, "\(refused)")
+      #expect(refused.stderr.contains("cannot sync"), "\(refused.stderr)")
+      #expect(refused.stderr.contains("No space left on device"), "\(refused.stderr)")
+      #expect(!refused.stderr.contains("unreachable"), "\(refused.stderr)")
+      let status = try check([binary, "status", b]).stdout
+      #expect(status.contains("state:     cannot sync since"), "\(status)")
+      #expect(status.contains("No space left on device") && !status.contains("offline"))
+      let json = try check([binary, "status", b, "--json"]).stdout
+      #expect(json.contains("\"cannot sync\"") && json.contains("\"cannotSyncReason\""), "\(json)")
+      #expect(Self.holds(b + "/doc.bin", first))
+
+      #expect(unlink(small + "/filler") == 0)
+      let synced = try run([binary, "sync", b], timeout: .seconds(60))
+      #expect(synced.status == 0, "\(synced)")
+      #expect(Self.holds(b + "/doc.bin", second))
+      let after = try check([binary, "status", b]).stdout
+      #expect(after.contains("state:     up to date"), "\(after)")
     }
   }
 }

@@ -173,7 +173,8 @@ struct EventTests {
     let gaveUp = hub.refusals
     try await Task.sleep(for: .seconds(2))
     // The backoff has reached a second or more: at most two tries in two seconds.
-    #expect(hub.refusals - gaveUp <= 3, "\(hub.refusals - gaveUp) tries in 2 s after the sync gave up")
+    #expect(
+      hub.refusals - gaveUp <= 3, "\(hub.refusals - gaveUp) tries in 2 s after the sync gave up")
     hub.unplugged = false
     // A new request tries at once, whatever the backoff.
     try await a.engine.synchronize(timeout: .seconds(5))
