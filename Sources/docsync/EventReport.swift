@@ -88,7 +88,7 @@ struct EventReport: Codable {
   /// may hold control characters: they are shown as `?`, so that no name can move the cursor
   /// or start a second line.
   var text: String {
-    func printable(_ text: String?) -> String { ConflictNotifier.plain(text ?? "") }
+    func printable(_ text: String?) -> String { DesktopNotifier.plain(text ?? "") }
     let path = printable(self.path)
     let devices = (self.devices ?? []).map(printable)
     let by = printable(self.by)

@@ -44,7 +44,10 @@ struct MountCommand: ParsableCommand {
       """)
   var logLevel: Logger.Level = .info
 
-  @Flag(help: "Do not show a desktop notification when a document gets a conflict.")
+  @Flag(
+    help:
+      "Do not show desktop notifications (a document gets a conflict; syncing fails on this device)."
+  )
   var noNotify = false
 
   @Flag(help: .hidden)
@@ -319,7 +322,7 @@ struct MountCommand: ParsableCommand {
     mount.startInvalidations(session.notifier)
     engine.start(tree: fileSystem)
     if !noNotify {
-      ConflictNotifier.start(
+      DesktopNotifier.start(
         events: engine.events, mountPoint: target, logger: Logger(label: "docsync.notify"))
     }
     let pidFile = folder + "/docsync.pid"

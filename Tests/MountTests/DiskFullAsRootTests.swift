@@ -29,9 +29,10 @@ struct DiskFullAsRootTests {
   }
 
   /// Two devices on one SQLite hub, `a` and `b`, with the state folder of `small` (`a` or
-  /// `b`) on a 24 MiB tmpfs (root-only: the mount), which `body` fills as it needs.
+  /// `b`) on a 24 MiB tmpfs (root-only: the mount), which `body` fills as it needs. Each
+  /// daemon starts with `environment`.
   static func withDevices(
-    stateOnSmallDisk small: String,
+    stateOnSmallDisk small: String, environment: [String: String] = [:],
     _ body: (_ binary: String, _ a: String, _ b: String, _ disk: String) throws -> Void
   ) throws {
     try #require(TestEnvironment.isRoot, "mounting a small tmpfs needs root")
@@ -48,9 +49,9 @@ struct DiskFullAsRootTests {
       for name in ["a", "b"] {
         let state = name == small ? disk + "/state" : m.scratch("\(name)-state")
         try MountFixture.makePrivateFolder(state)
-        try check([
-          binary, "mount", mounts[name]!, "--state", state, "--hub", hub, "--device", name,
-        ])
+        try check(
+          [binary, "mount", mounts[name]!, "--state", state, "--hub", hub, "--device", name],
+          env: environment)
       }
       defer {
         for mount in mounts.values { _ = try? run([binary, "unmount", mount]) }
@@ -114,9 +115,12 @@ struct DiskFullAsRootTests {
   /// answers; before, it said "the hub is unreachable" and went on trying every 20 ms):
   /// `docsync sync` and `status` say it cannot sync and why, it keeps what it shows, and it
   /// catches up once space is freed.
-  @Test(.needs())
+  @Test(.needs("dbus-daemon", "dbus-monitor"))
   func aDeviceThatCannotStoreWhatItPullsSaysSoAndIsNotOffline() throws {
-    try Self.withDevices(stateOnSmallDisk: "b") { binary, a, b, small in
+    let bus = try SessionBusDaemon()
+    let session = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
+    try Self.withDevices(stateOnSmallDisk: "b", environment: session) { binary, a, b, small in
+      let events = try BackgroundProcess([binary, "events", b, "--json", "--after", "0"])
       let first = Self.content(3)
       try Self.save(a + "/doc.bin", first)
       try check([binary, "sync", a])
@@ -138,6 +142,10 @@ struct DiskFullAsRootTests {
       let json = try check([binary, "status", b, "--json"]).stdout
       #expect(json.contains("\"cannot sync\"") && json.contains("\"cannotSyncReason\""), "\(json)")
       #expect(Self.holds(b + "/doc.bin", first))
+      // The person is told once, with what to do; a stream says when it fails and recovers.
+      try bus.waitForCall(
+        "Notify", containing: ["docsync cannot sync b", "No space left on device", "has room"])
+      try events.waitForOutput("\"event\":\"failing\"", timeout: .seconds(5))
 
       #expect(unlink(small + "/filler") == 0)
       let synced = try run([binary, "sync", b], timeout: .seconds(60))
@@ -145,6 +153,9 @@ struct DiskFullAsRootTests {
       #expect(Self.holds(b + "/doc.bin", second))
       let after = try check([binary, "status", b]).stdout
       #expect(after.contains("state:     up to date"), "\(after)")
+      try events.waitForOutput("\"event\":\"recovered\"", timeout: .seconds(5))
+      #expect(!events.output.contains("\"offline\""), "\(events.output)")
+      #expect(bus.calls("Notify").count == 1, "\(bus.messages)")
     }
   }
 }

@@ -4,11 +4,13 @@ import SessionBus
 import SyncEngine
 
 /// Tells the person at the desk, through a desktop notification on the session bus, when a
-/// document gets a conflict that docsync could not merge: discreetly, once per conflict.
+/// document gets a conflict that docsync could not merge (once per conflict), and when syncing
+/// stops on this device for a reason the person can act on, such as a full disk (once an hour
+/// at most): discreetly, and only what needs them.
 ///
 /// It reads the engine's events on a thread of its own, so a slow or absent notification
 /// server never holds up syncing.
-enum ConflictNotifier {
+enum DesktopNotifier {
   /// Starts the reader when this process has a session bus; logs once when it has none.
   static func start(events: EventLog, mountPoint: String, logger: Logger) {
     guard let address = BusAddress.session(environment: ProcessInfo.processInfo.environment)
@@ -20,10 +22,19 @@ enum ConflictNotifier {
       var connection: BusConnection?
       var after = events.latest
       var warned = false
+      var failingShown: ContinuousClock.Instant?
       while true {
-        let batch = events.wait(after: after)
+        var batch = events.wait(after: after)
         guard let last = batch.last else { return }
         after = last.sequence
+        // A disk that stays nearly full may fail and recover many times an hour.
+        batch.removeAll { event in
+          guard case .failing = event.kind else { return false }
+          let now = ContinuousClock.now
+          if let shown = failingShown, now - shown < failingQuiet { return true }
+          failingShown = now
+          return false
+        }
         for notification in notifications(for: batch, mountPoint: mountPoint) {
           // One reconnect per notification: the bus may have restarted since the last one.
           for attempt in 0..<2 {
@@ -58,16 +69,20 @@ enum ConflictNotifier {
   /// More conflicts than this at once (a device back after weeks offline) make one summary.
   static let mostAtOnce = 3
 
+  /// The least time between two notifications that syncing fails on this device.
+  static let failingQuiet = Duration.seconds(3600)
+
   /// One notification per new conflict in `batch`, or one for all of them when there are more
   /// than ``mostAtOnce``: a person wants to know, not to dismiss a hundred bubbles.
   static func notifications(for batch: [EngineEvent], mountPoint: String) -> [DesktopNotification] {
+    let failing = batch.compactMap { failingNotification(for: $0, mountPoint: mountPoint) }
     let single = batch.compactMap { notification(for: $0, mountPoint: mountPoint) }
-    guard single.count > mostAtOnce else { return single }
+    guard single.count > mostAtOnce else { return failing.suffix(1) + single }
     let names = batch.compactMap { event -> String? in
       guard case .conflict(let path, _, _, _) = event.kind else { return nil }
       return plain(path.description)
     }
-    return [
+    return failing.suffix(1) + [
       DesktopNotification(
         appName: "docsync", icon: "dialog-warning",
         summary: "Conflicts in \(names.count) documents",
@@ -92,6 +107,24 @@ enum ConflictNotifier {
       """
     return DesktopNotification(
       appName: "docsync", icon: "dialog-warning", summary: "Conflict in \(plain(name))",
+      body: markupEscaped(plain(body)))
+  }
+
+  /// The notification that syncing fails on this device, and why; nil for every other event.
+  /// The person can act on it (free some space); nothing is lost meanwhile.
+  static func failingNotification(for event: EngineEvent, mountPoint: String)
+    -> DesktopNotification?
+  {
+    guard case .failing(let reason) = event.kind else { return nil }
+    let full = reason.contains("No space left on device") || reason.contains("disk is full")
+    let when = full ? "once the disk that holds docsync's state has room" : "when it can"
+    let body = """
+      Syncing stopped: \(reason). Nothing is lost: \(mountPoint) keeps working, and syncing \
+      resumes by itself \(when) (docsync status \(mountPoint)).
+      """
+    return DesktopNotification(
+      appName: "docsync", icon: "dialog-warning",
+      summary: "docsync cannot sync \(plain((mountPoint as NSString).lastPathComponent))",
       body: markupEscaped(plain(body)))
   }
 
