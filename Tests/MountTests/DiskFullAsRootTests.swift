@@ -29,10 +29,11 @@ struct DiskFullAsRootTests {
   }
 
   /// Two devices on one SQLite hub, `a` and `b`, with the state folder of `small` (`a` or
-  /// `b`) on a 24 MiB tmpfs (root-only: the mount), which `body` fills as it needs. Each
-  /// daemon starts with `environment`.
+  /// `b`) on a 24 MiB tmpfs (root-only: the mount); each daemon starts with `environment`.
+  /// Both devices hold `doc.bin` with `first` when `body` starts, and the tmpfs is full but
+  /// for half the document's size: rewriting it in place needs no more, a copy of it all.
   static func withDevices(
-    stateOnSmallDisk small: String, environment: [String: String] = [:],
+    stateOnSmallDisk small: String, environment: [String: String] = [:], first: [UInt8],
     _ body: (_ binary: String, _ a: String, _ b: String, _ disk: String) throws -> Void
   ) throws {
     try #require(TestEnvironment.isRoot, "mounting a small tmpfs needs root")
@@ -46,16 +47,23 @@ struct DiskFullAsRootTests {
       let mounts = ["a": m.mountPoint, "b": m.scratch("b")]
       try FileManager.default.createDirectory(
         atPath: mounts["b"]!, withIntermediateDirectories: true)
+      var mounted: [String] = []
+      defer {
+        for mount in mounted { _ = try? run([binary, "unmount", mount]) }
+      }
       for name in ["a", "b"] {
         let state = name == small ? disk + "/state" : m.scratch("\(name)-state")
         try MountFixture.makePrivateFolder(state)
         try check(
           [binary, "mount", mounts[name]!, "--state", state, "--hub", hub, "--device", name],
           env: environment)
+        mounted.append(mounts[name]!)
       }
-      defer {
-        for mount in mounts.values { _ = try? run([binary, "unmount", mount]) }
-      }
+      try save(mounts["a"]! + "/doc.bin", first)
+      try check([binary, "sync", mounts["a"]!])
+      try check([binary, "sync", mounts["b"]!])
+      #expect(holds(mounts["b"]! + "/doc.bin", first))
+      try fill(disk, leaving: size / 2)
       try body(binary, mounts["a"]!, mounts["b"]!, disk)
     }
   }
@@ -76,16 +84,8 @@ struct DiskFullAsRootTests {
   /// freed the save reaches it.
   @Test(.needs())
   func aSaveThatCannotBeCopiedOnAFullDiskDeletesNothingElsewhere() throws {
-    try Self.withDevices(stateOnSmallDisk: "a") { binary, a, b, small in
-      let first = Self.content(1)
-      try Self.save(a + "/doc.bin", first)
-      try check([binary, "sync", a])
-      try check([binary, "sync", b])
-      #expect(Self.holds(b + "/doc.bin", first))
-
-      // Leave half the document's size free: rewriting it in place needs no more, its copy
-      // for upload needs all of it.
-      try Self.fill(small, leaving: Self.size / 2)
+    let first = Self.content(1)
+    try Self.withDevices(stateOnSmallDisk: "a", first: first) { binary, a, b, small in
       let second = Self.content(2)
       try Self.save(a + "/doc.bin", second)
       let refused = try run([binary, "sync", a, "--timeout", "20"], timeout: .seconds(60))
@@ -119,15 +119,10 @@ struct DiskFullAsRootTests {
   func aDeviceThatCannotStoreWhatItPullsSaysSoAndIsNotOffline() throws {
     let bus = try SessionBusDaemon()
     let session = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
-    try Self.withDevices(stateOnSmallDisk: "b", environment: session) { binary, a, b, small in
+    let first = Self.content(3)
+    try Self.withDevices(stateOnSmallDisk: "b", environment: session, first: first) {
+      binary, a, b, small in
       let events = try BackgroundProcess([binary, "events", b, "--json", "--after", "0"])
-      let first = Self.content(3)
-      try Self.save(a + "/doc.bin", first)
-      try check([binary, "sync", a])
-      try check([binary, "sync", b])
-      #expect(Self.holds(b + "/doc.bin", first))
-
-      try Self.fill(small, leaving: Self.size / 2)
       let second = Self.content(4)
       try Self.save(a + "/doc.bin", second)
       try check([binary, "sync", a])
