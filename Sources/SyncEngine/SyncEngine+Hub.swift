@@ -49,13 +49,8 @@ extension SyncEngine {
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
           noteOnline()
-          if let failing {
-            logger.info(
-              "syncing again (failing since \(HLCTimestamp(wallMilliseconds: failing.since).isoString))"
-            )
-            events.post(.recovered(since: failing.since), time: wallMilliseconds())
-          }
           failing = nil
+          noteFailingChanged()
           lastSync = wallMilliseconds()
           // Only a requested sync waits to be settled, and the check walks every pending
           // path: done on each turn of the loop, it made a burst of creates quadratic.
@@ -109,11 +104,32 @@ extension SyncEngine {
     noteOnline()
     if failing == nil {
       logger.warning("cannot sync: \(reason); retrying")
-      events.post(.failing(reason: reason), time: now)
       failing = (now, reason, monotonicMilliseconds())
     } else {
       failing?.reason = reason
       failing?.at = monotonicMilliseconds()
+    }
+    noteFailingChanged()
+  }
+
+  /// Tells `docsync events` (and the desktop) when syncing starts to fail on this device, for
+  /// the whole loop or for saves that cannot be read for upload, and when it works again: one
+  /// `failing` and one `recovered` however the two overlap. Called with the lock held.
+  func noteFailingChanged() {
+    let reason =
+      failing?.reason
+      ?? unrecordable.min { $0.key < $1.key }.map {
+        "cannot read \($0.key) to sync it: \($0.value.reason)"
+      }
+    let now = wallMilliseconds()
+    if let reason, failingSince == nil {
+      failingSince = now
+      events.post(.failing(reason: reason), time: now)
+    } else if reason == nil, let since = failingSince {
+      failingSince = nil
+      logger.info(
+        "syncing again (failing since \(HLCTimestamp(wallMilliseconds: since).isoString))")
+      events.post(.recovered(since: since), time: now)
     }
   }
 

@@ -83,6 +83,7 @@ extension SyncEngine {
       let wait = retry.delay < 1000 ? "\(retry.delay) ms" : "\(retry.delay / 1000) s"
       logger.error("cannot read \(path) to sync it: \(reason); trying again in \(wait)")
     }
+    noteFailingChanged()
   }
 
   /// The file at `path` if its content must be hashed (it changed since the version it
@@ -293,6 +294,7 @@ extension SyncEngine {
     }
     if !unrecordable.isEmpty {
       for path in coverage { unrecordable[path] = nil }
+      noteFailingChanged()
     }
     for (path, record) in newShown { shown[path] = record }
     outbox += records.map(\.id)

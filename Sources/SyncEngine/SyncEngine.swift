@@ -129,6 +129,9 @@ public final class SyncEngine: @unchecked Sendable {
   /// Since when (wall milliseconds) syncing fails here, not at the hub, and why; `at` is the
   /// latest failure (monotonic milliseconds).
   var failing: (since: UInt64, reason: String, at: UInt64)?
+  /// Since when (wall milliseconds) `failing` or `unrecordable` has held something: what
+  /// `docsync events` heard as `failing`, and will hear as `recovered`.
+  var failingSince: UInt64?
   var lastSync: UInt64?
   /// Versions pushed since the outbox was last empty, and the bytes they carry.
   var uploaded = (files: 0, bytes: UInt64(0))

@@ -117,10 +117,10 @@ enum DesktopNotifier {
   {
     guard case .failing(let reason) = event.kind else { return nil }
     let full = reason.contains("No space left on device") || reason.contains("disk is full")
-    let when = full ? "once the disk that holds docsync's state has room" : "when it can"
+    let act = full ? "; free some space on the disk that holds its state" : ""
     let body = """
-      Syncing stopped: \(reason). Nothing is lost: \(mountPoint) keeps working, and syncing \
-      resumes by itself \(when) (docsync status \(mountPoint)).
+      \(reason.prefix(1).uppercased() + reason.dropFirst()). Nothing is lost: \(mountPoint) \
+      keeps working, and docsync tries again by itself\(act) (docsync status \(mountPoint)).
       """
     return DesktopNotification(
       appName: "docsync", icon: "dialog-warning",

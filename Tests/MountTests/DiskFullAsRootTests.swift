@@ -82,10 +82,14 @@ struct DiskFullAsRootTests {
   /// The save waits and `docsync sync` says why; the other device keeps the document (before,
   /// the save was recorded as a deletion and the other device deleted it); once space is
   /// freed the save reaches it.
-  @Test(.needs())
+  @Test(.needs("dbus-daemon", "dbus-monitor"))
   func aSaveThatCannotBeCopiedOnAFullDiskDeletesNothingElsewhere() throws {
+    let bus = try SessionBusDaemon()
+    let session = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
     let first = Self.content(1)
-    try Self.withDevices(stateOnSmallDisk: "a", first: first) { binary, a, b, small in
+    try Self.withDevices(stateOnSmallDisk: "a", environment: session, first: first) {
+      binary, a, b, small in
+      let events = try BackgroundProcess([binary, "events", a, "--json", "--after", "0"])
       let second = Self.content(2)
       try Self.save(a + "/doc.bin", second)
       let refused = try run([binary, "sync", a, "--timeout", "20"], timeout: .seconds(60))
@@ -100,6 +104,10 @@ struct DiskFullAsRootTests {
       try check([binary, "sync", b])
       #expect(Self.holds(b + "/doc.bin", first), "the other device lost the document")
       #expect(Self.holds(a + "/doc.bin", second))
+      try bus.waitForCall(
+        "Notify",
+        containing: ["docsync cannot sync", "Cannot read doc.bin", "free some space", a])
+      try events.waitForOutput("\"event\":\"failing\"", timeout: .seconds(5))
 
       #expect(unlink(small + "/filler") == 0)
       let synced = try run([binary, "sync", a], timeout: .seconds(60))
@@ -108,6 +116,8 @@ struct DiskFullAsRootTests {
       try check([binary, "sync", b])
       #expect(Self.holds(b + "/doc.bin", second))
       #expect(!(try check([binary, "status", a]).stdout.contains("cannot read to sync")))
+      try events.waitForOutput("\"event\":\"recovered\"", timeout: .seconds(5))
+      #expect(bus.calls("Notify").count == 1, "\(bus.messages)")
     }
   }
 
@@ -139,7 +149,8 @@ struct DiskFullAsRootTests {
       #expect(Self.holds(b + "/doc.bin", first))
       // The person is told once, with what to do; a stream says when it fails and recovers.
       try bus.waitForCall(
-        "Notify", containing: ["docsync cannot sync b", "No space left on device", "has room"])
+        "Notify",
+        containing: ["docsync cannot sync b", "No space left on device", "free some space"])
       try events.waitForOutput("\"event\":\"failing\"", timeout: .seconds(5))
 
       #expect(unlink(small + "/filler") == 0)

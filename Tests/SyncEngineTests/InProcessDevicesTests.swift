@@ -396,6 +396,7 @@ struct InProcessDevicesTests {
     try a.write("plan.md", "first\n")
     try await a.sync()
     try await b.sync()
+    let mark = a.engine.events.latest
     let incoming = a.store.blobFolder + "/tmp"
     #expect(rename(incoming, incoming + "-aside") == 0)
     // A file where the folder was: even root cannot create a blob below it.
@@ -416,6 +417,14 @@ struct InProcessDevicesTests {
     try await b.sync()
     #expect(try b.read("plan.md") == "second\n")
     #expect(a.engine.conflicts().isEmpty && b.engine.conflicts().isEmpty)
+    // One `failing`, naming the file, then one `recovered`.
+    let kinds = a.engine.events.events(after: mark).map(\.kind)
+    let failing = kinds.compactMap { kind -> String? in
+      guard case .failing(let reason) = kind else { return nil }
+      return reason
+    }
+    #expect(failing.count == 1 && failing[0].hasPrefix("cannot read plan.md"), "\(kinds)")
+    #expect(kinds.last { if case .recovered = $0 { true } else { false } } != nil, "\(kinds)")
     await a.stop()
     await b.stop()
   }
