@@ -17,7 +17,7 @@ public enum BlobFile {
   static func failure(to verb: String, _ owner: Owner) -> HubError {
     switch owner {
     case .hub: .failed("cannot \(verb) the blob's file: \(errorText())")
-    case .caller: .local("cannot \(verb) this device's file of the content: \(errorText())")
+    case .caller: .local("cannot \(verb) a file on this device: \(errorText())")
     }
   }
 
