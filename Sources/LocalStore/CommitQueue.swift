@@ -34,8 +34,9 @@ final class CommitQueue: @unchecked Sendable {
   private var stopped = false
   /// CLOCK_MONOTONIC nanoseconds until which changes commit as they come (``expectFlushes()``).
   private var eagerUntil: Int64 = 0
-  /// The last commit's failure, until a commit succeeds again.
-  private(set) var failure: String?
+  /// The last commit's failure and when it came (CLOCK_MONOTONIC nanoseconds), until a commit
+  /// succeeds again.
+  private var lastFailure: (reason: String, at: Int64)?
 
   init(window: Duration = .milliseconds(5), eagerSpan: Duration = .seconds(1)) {
     self.window = window
@@ -129,14 +130,18 @@ final class CommitQueue: @unchecked Sendable {
       if pending.isEmpty { oldest = Self.now() }
       pending.changes = batch.changes + pending.changes
       pending.removals = batch.removals + pending.removals
-      self.failure = failure
+      lastFailure = (failure, Self.now())
     }
   }
 
   /// Notes that a transaction committed (the failure, if any, is over).
   func committed() {
-    locked { failure = nil }
+    locked { lastFailure = nil }
   }
+
+  /// The last commit's failure and when it came (CLOCK_MONOTONIC nanoseconds), until a commit
+  /// succeeds again.
+  var failure: (reason: String, at: Int64)? { locked { lastFailure } }
 
   /// Ends the committing thread.
   func stop() {
@@ -146,7 +151,11 @@ final class CommitQueue: @unchecked Sendable {
     }
   }
 
+  /// The longest a failing commit waits before it is tried again.
+  static let longestRetry = Duration.seconds(1)
+
   private func serve(_ commit: (_ eager: Bool) -> Bool) {
+    var retry = window
     while true {
       pthread_mutex_lock(mutex)
       while pending.isEmpty && !stopped { pthread_cond_wait(wake, mutex) }
@@ -166,9 +175,13 @@ final class CommitQueue: @unchecked Sendable {
       pthread_mutex_unlock(mutex)
       if done { return }
       if due && !commit(eager) { return }
-      // A failing commit is retried a window later, not in a tight loop.
-      if due && locked({ failure != nil }) {
-        usleep(UInt32(Self.nanoseconds(window) / 1000))
+      // A failing commit (a full disk) is retried a window later, then twice as long each
+      // time up to a second: every 5 ms, it cost 3% of a processor until the disk had room.
+      if due && locked({ lastFailure != nil }) {
+        usleep(UInt32(Self.nanoseconds(retry) / 1000))
+        retry = min(retry * 2, Self.longestRetry)
+      } else {
+        retry = window
       }
     }
   }

@@ -350,6 +350,12 @@ public final class LocalStore: @unchecked Sendable {
     }
   }
 
+  /// Why the state database cannot be written (a full disk), and when that was last found
+  /// (CLOCK_MONOTONIC milliseconds); nil once a write succeeds again.
+  public var writeFailure: (reason: String, at: UInt64)? {
+    commits.failure.map { ($0.reason, UInt64(max($0.at, 0) / 1_000_000)) }
+  }
+
   /// Queues one operation's changes, to be committed all together or not at all, in order,
   /// grouped with others (see ``CommitQueue``); ``flush()`` commits them now. While commits
   /// fail (a full disk), each call first tries to commit what waits and fails as it does.

@@ -14,7 +14,9 @@ extension SyncEngine {
       // Read before looking at anything, so that a wake-up in between is not missed.
       let seen = changeLog.wake.generation
       let (target, forced) = withLock {
-        (syncRequested, syncRequested > syncCompleted && syncWaiters > 0)
+        // The state database fails and recovers outside the engine (the tree's commits).
+        noteFailingChanged()
+        return (syncRequested, syncRequested > syncCompleted && syncWaiters > 0)
       }
       let (quiet, pending) = changeLog.quietFor()
       if pending && (quiet >= quietMilliseconds || forced) {
@@ -112,15 +114,21 @@ extension SyncEngine {
     noteFailingChanged()
   }
 
-  /// Tells `docsync events` (and the desktop) when syncing starts to fail on this device, for
-  /// the whole loop or for saves that cannot be read for upload, and when it works again: one
-  /// `failing` and one `recovered` however the two overlap. Called with the lock held.
-  func noteFailingChanged() {
-    let reason =
-      failing?.reason
+  /// Why syncing fails on this device now, whatever fails: the loop, the state database, or
+  /// saves that cannot be read for upload; nil when nothing does. Called with the lock held.
+  func failingReason() -> String? {
+    failing?.reason
+      ?? store.writeFailure.map { "cannot write the state database: \($0.reason)" }
       ?? unrecordable.min { $0.key < $1.key }.map {
         "cannot read \($0.key) to sync it: \($0.value.reason)"
       }
+  }
+
+  /// Tells `docsync events` (and the desktop) when syncing starts to fail on this device (see
+  /// ``failingReason()``) and when it works again: one `failing` and one `recovered` however
+  /// the failures overlap. Called with the lock held.
+  func noteFailingChanged() {
+    let reason = failingReason()
     let now = wallMilliseconds()
     if let reason, failingSince == nil {
       failingSince = now

@@ -499,8 +499,11 @@ public final class SyncEngine: @unchecked Sendable {
   /// Why syncing failed here (not at the hub) at or after `since` (monotonic milliseconds), in
   /// one line; nil when it did not. Called with the lock held.
   func failingReport(since: UInt64) -> String? {
-    guard let failing, failing.at >= since else { return nil }
-    return "cannot sync: \(failing.reason); trying again"
+    if let failing, failing.at >= since { return "cannot sync: \(failing.reason); trying again" }
+    if let failure = store.writeFailure, failure.at >= since {
+      return "cannot sync: cannot write the state database: \(failure.reason); trying again"
+    }
+    return nil
   }
 
   /// Where syncing stands.
@@ -514,6 +517,10 @@ public final class SyncEngine: @unchecked Sendable {
         syncState = .offline(since: offline.since, reason: offline.reason)
       } else if let failing {
         syncState = .cannotSync(since: failing.since, reason: failing.reason)
+      } else if let failure = store.writeFailure {
+        syncState = .cannotSync(
+          since: failingSince ?? wallMilliseconds(),
+          reason: "cannot write the state database: \(failure.reason)")
       } else if download.doneFiles < download.totalFiles {
         syncState = .downloading
       } else if !outbox.isEmpty {

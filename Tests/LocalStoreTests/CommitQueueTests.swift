@@ -61,6 +61,43 @@ import Testing
     #expect(both.map(\.changes) == [1, 2])
   }
 
+  /// A commit that keeps failing (a full disk) is tried again less and less often, up to a
+  /// second apart: every window (5 ms), it cost 3% of a processor until the disk had room.
+  /// The change waits meanwhile, and commits once a commit can.
+  @Test func aFailingCommitIsTriedLessAndLessOften() {
+    let queue = CommitQueue(window: .milliseconds(5), eagerSpan: .zero)
+    let tries = Mutex(0)
+    let full = Atomic(true)
+    let committed = Mutex<[Int]>([])
+    queue.startCommitting { [queue] _ in
+      tries.withLock { $0 += 1 }
+      let batch = queue.take()
+      if full.load(ordering: .acquiring) {
+        queue.putBack(batch, failure: "database or disk is full")
+      } else {
+        committed.withLock { $0.append(batch.changes.count) }
+        queue.committed()
+      }
+      return true
+    }
+    defer { queue.stop() }
+    queue.add([.setNextInode(2)])
+    let clock = ContinuousClock()
+    let start = clock.now
+    usleep(1_000_000)
+    let elapsed = clock.now - start
+    // 5, 10, 20 ... 640 ms, then a second apart: 8 or 9 tries in the first second, where a
+    // try each window made about 180. A loaded machine stretches the wait, not the count.
+    let count = tries.withLock { $0 }
+    let seconds = Double(elapsed.components.seconds) + 1
+    #expect(count >= 2 && Double(count) <= 10 + seconds, "\(count) tries in \(elapsed)")
+    #expect(queue.failure?.reason == "database or disk is full")
+    full.store(false, ordering: .releasing)
+    for _ in 0..<300 where committed.withLock({ $0.isEmpty }) { usleep(10_000) }
+    #expect(committed.withLock { $0 } == [1])
+    #expect(queue.failure == nil)
+  }
+
   @Test func theEarlyCommitsEndOnceTheSpanHasPassed() {
     let (queue, commits) = start(eagerSpan: .milliseconds(200))
     defer { queue.stop() }
