@@ -155,7 +155,9 @@ let package = Package(
     .testTarget(
       name: "SessionBusTests", dependencies: ["SessionBus", "MountHarness"], swiftSettings: strict),
     .testTarget(
-      name: "LocalStoreTests", dependencies: ["LocalStore", "MountHarness"], swiftSettings: strict),
+      name: "LocalStoreTests",
+      dependencies: ["LocalStore", "MountHarness", .product(name: "GRDB", package: "GRDB.swift")],
+      swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",
       dependencies: ["DocumentFileSystem", "FileSystemConformance", "MountHarness"],

@@ -212,7 +212,7 @@ extension DocumentFileSystem {
         (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno
       }
     } catch {
-      throw .ioError
+      throw Self.refusal(for: error)
     }
     if failure != 0 { throw Errno(rawValue: failure) }
   }

@@ -211,8 +211,15 @@ public final class DocumentFileSystem: @unchecked Sendable {
     do {
       try store.apply(changes)
     } catch {
-      throw .ioError
+      throw Self.refusal(for: error)
     }
+  }
+
+  /// What a request answers when the state database cannot be written: ENOSPC for a full
+  /// disk (`mkdir: No space left on device`, which says what to do), EIO for anything else.
+  static func refusal(for error: LocalStoreError) -> Errno {
+    if case .full = error { return .noSpace }
+    return .ioError
   }
 
   /// Commits the tree's queued changes and makes them durable against power loss: the point
@@ -222,7 +229,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     do {
       try store.flush()
     } catch {
-      throw .ioError
+      throw Self.refusal(for: error)
     }
     store.syncJournal()
   }

@@ -184,7 +184,7 @@ extension LocalStore {
         }
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -208,7 +208,7 @@ extension LocalStore {
             """)
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -232,7 +232,7 @@ extension LocalStore {
     do {
       return try database.readStatement(body)
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 }

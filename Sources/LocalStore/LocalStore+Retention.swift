@@ -19,7 +19,7 @@ extension LocalStore {
         try Self.dropEmptyHistoryPaths(Array(paths), in: db)
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -30,7 +30,7 @@ extension LocalStore {
         try Data.fetchAll(db, sql: "SELECT id FROM released").map { [UInt8]($0) }
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -52,7 +52,7 @@ extension LocalStore {
         _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -73,7 +73,7 @@ extension LocalStore {
         return true
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 }

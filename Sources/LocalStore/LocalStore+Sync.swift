@@ -83,7 +83,7 @@ extension LocalStore {
         return snapshot
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -100,7 +100,7 @@ extension LocalStore {
         }
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -112,7 +112,7 @@ extension LocalStore {
         while let path = try paths.next() { each([UInt8](path)) }
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -162,7 +162,7 @@ extension LocalStore {
         }
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 

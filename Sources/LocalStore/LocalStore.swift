@@ -346,7 +346,7 @@ public final class LocalStore: @unchecked Sendable {
         return snapshot
       }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -374,7 +374,7 @@ public final class LocalStore: @unchecked Sendable {
     do {
       try database.write { _ in }
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
   }
 
@@ -453,7 +453,7 @@ public final class LocalStore: @unchecked Sendable {
     do {
       try database.commitLeavingRemovals()
     } catch {
-      throw .failed("\(error)")
+      throw LocalStoreError(error)
     }
     if let sharedFlush, sharedFlush.writeJournalForNextFlush() {
       return work()
@@ -483,12 +483,24 @@ public final class LocalStore: @unchecked Sendable {
 /// Why the local store cannot be used.
 public enum LocalStoreError: Error, CustomStringConvertible {
   case unusable(String, String)
+  /// The disk under the state folder is full: the state database cannot grow.
+  case full(String)
   case failed(String)
+
+  /// The error for a failed database operation: a full disk apart from the rest, so that the
+  /// file system can answer ENOSPC, which a person can act on, rather than EIO.
+  init(_ error: any Error) {
+    if let error = error as? DatabaseError, error.resultCode == .SQLITE_FULL {
+      self = .full("\(error)")
+    } else {
+      self = .failed("\(error)")
+    }
+  }
 
   public var description: String {
     switch self {
     case .unusable(let path, let reason): "state folder \(path) is not usable: \(reason)"
-    case .failed(let reason): "local store failed: \(reason)"
+    case .full(let reason), .failed(let reason): "local store failed: \(reason)"
     }
   }
 }

@@ -1,9 +1,11 @@
 import Foundation
+import GRDB
 import Glibc
-import LocalStore
 import Testing
 
 import enum MountHarness.ScratchFolder
+
+@testable import LocalStore
 
 /// A fresh state folder per test, as GRDB's own tests make a fresh database per test.
 func makeStateFolder() -> String { ScratchFolder.make("docsync-store") }
@@ -129,6 +131,25 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
 
 /// Pruned space comes back without a full VACUUM on the mount's path: a new state database is
 /// incremental from its creation; an old one is converted only when asked, as a mount stops.
+/// A full disk is told apart from other failures of the state database, so that the mount can
+/// answer ENOSPC (`mkdir: No space left on device`), which says what to do, rather than EIO.
+@Suite struct LocalStoreErrorTests {
+  @Test func aFullDiskIsToldApart() {
+    let full = LocalStoreError(DatabaseError(resultCode: .SQLITE_FULL, message: "disk is full"))
+    guard case .full(let reason) = full else {
+      Issue.record("not .full: \(full)")
+      return
+    }
+    #expect(reason.contains("disk is full"))
+    let other = LocalStoreError(DatabaseError(resultCode: .SQLITE_IOERR, message: "disk I/O"))
+    guard case .failed = other else {
+      Issue.record("not .failed: \(other)")
+      return
+    }
+    #expect(full.description.hasPrefix("local store failed: "))
+  }
+}
+
 @Suite struct StateSpaceTests {
   @Test func aNewStateDatabaseNeedsNoConversion() throws {
     let store = try LocalStore(directory: makeStateFolder())
