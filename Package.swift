@@ -140,7 +140,8 @@ let package = Package(
     .testTarget(
       name: "HubTests",
       dependencies: [
-        "Hub", "PostgresHub", "DocumentModel", .product(name: "GRDB", package: "GRDB.swift"),
+        "Hub", "PostgresHub", "DocumentModel", "MountHarness",
+        .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ],
       swiftSettings: strict
@@ -163,7 +164,9 @@ let package = Package(
       dependencies: ["DocumentFileSystem", "FileSystemConformance", "MountHarness"],
       swiftSettings: strict
     ),
-    .testTarget(name: "FuseLowLevelTests", dependencies: ["FuseLowLevel"], swiftSettings: strict),
+    .testTarget(
+      name: "FuseLowLevelTests", dependencies: ["FuseLowLevel", "MountHarness"],
+      swiftSettings: strict),
     .testTarget(
       name: "FileSystemConformanceTests",
       dependencies: ["FileSystemConformance", "MountHarness"],

@@ -3,6 +3,9 @@ import Glibc
 import SystemPackage
 import Testing
 
+import class MountHarness.BackgroundProcess
+import func MountHarness.run
+
 /// Mounts Tools/MemoryFS in a subprocess (never in this process: a FUSE server that touches its
 /// own mount can deadlock) and works on it through the kernel.
 @Suite("MemoryFS through a real mount", .serialized, .enabled(if: MountFixture.mayRun))
@@ -68,7 +71,7 @@ struct MemoryFSMountTests {
     let mount = try MountFixture()
     defer { mount.tearDown() }
     try writeFile("\(mount.mountPoint)/f", [1, 2, 3], exclusive: true)
-    kill(mount.process.processIdentifier, SIGTERM)
+    kill(mount.process.pid, SIGTERM)
     let output = try mount.waitForExit()
     #expect(output.contains("ended: signal(15)"))
     #expect(!MountFixture.isFuseMount(mount.mountPoint))
@@ -91,8 +94,9 @@ final class MountFixture {
   }
 
   let mountPoint: String
-  let process: Process
-  private let output = Pipe()
+  // posix_spawn (MountHarness), not Foundation's Process, whose run() in Swift 6.3.1 over-reads
+  // a `dirent` of /proc/self/fd and can crash the test run (swift-corelibs-foundation #5472).
+  let process: BackgroundProcess
   private var exited = false
 
   init() throws {
@@ -103,11 +107,7 @@ final class MountFixture {
       throw MountFailure(description: "mkdtemp failed: errno \(errno)")
     }
     mountPoint = String(cString: made)
-    process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = [mountPoint]
-    process.standardOutput = output
-    try process.run()
+    process = try BackgroundProcess([executable, mountPoint])
     try waitUntilMounted()
   }
 
@@ -132,7 +132,7 @@ final class MountFixture {
       if Self.isFuseMount(mountPoint) { return }
       if !process.isRunning {
         throw MountFailure(
-          description: "memoryfs-example exited with \(process.terminationStatus) before mounting")
+          description: "memoryfs-example exited with \(try process.wait()) before mounting")
       }
       usleep(20_000)
     }
@@ -146,12 +146,7 @@ final class MountFixture {
   func unmountAndWait() throws -> String {
     let deadline = Date().addingTimeInterval(10)
     while true {
-      let unmount = Process()
-      unmount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-      unmount.arguments = ["-u", mountPoint]
-      try unmount.run()
-      unmount.waitUntilExit()
-      if unmount.terminationStatus == 0 { break }
+      if try run(["/bin/fusermount3", "-u", mountPoint]).status == 0 { break }
       guard Date() < deadline else {
         throw MountFailure(description: "fusermount3 -u \(mountPoint) failed")
       }
@@ -161,25 +156,22 @@ final class MountFixture {
   }
 
   func waitForExit() throws -> String {
-    let deadline = Date().addingTimeInterval(20)
-    while process.isRunning && Date() < deadline { usleep(20_000) }
-    guard !process.isRunning else {
+    guard let status = try? process.wait(timeout: .seconds(20)) else {
       throw MountFailure(description: "memoryfs-example still runs 20 s after unmount")
     }
     exited = true
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-      throw MountFailure(
-        description: "memoryfs-example exited with \(process.terminationStatus): \(text)")
+    let text = process.output
+    guard status == 0 else {
+      throw MountFailure(description: "memoryfs-example exited with \(status): \(text)")
     }
     return text
   }
 
   func tearDown() {
     if !exited {
-      if process.isRunning { process.terminate() }
+      if process.isRunning { kill(process.pid, SIGTERM) }
       Self.forceUnmount(mountPoint)
-      process.waitUntilExit()
+      _ = try? process.wait()
     }
     Self.forceUnmount(mountPoint)
     rmdir(mountPoint)
@@ -187,11 +179,7 @@ final class MountFixture {
 
   private static func forceUnmount(_ path: String) {
     guard isMounted(path) else { return }
-    let unmount = Process()
-    unmount.executableURL = URL(fileURLWithPath: "/bin/fusermount3")
-    unmount.arguments = ["-u", "-z", path]
-    try? unmount.run()
-    unmount.waitUntilExit()
+    _ = try? run(["/bin/fusermount3", "-u", "-z", path])
   }
 
   private static func isMounted(_ path: String) -> Bool {

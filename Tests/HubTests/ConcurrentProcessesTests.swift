@@ -4,6 +4,8 @@ import PostgresHub
 import Synchronization
 import Testing
 
+import func MountHarness.run
+
 /// Where the built `hub-stress` is: `DOCSYNC_BIN_DIR`, else next to the test runner, which on
 /// Linux lives in the build's bin folder.
 enum StressTool {
@@ -23,23 +25,16 @@ enum StressTool {
     guard let url else {
       throw StressToolMissing()
     }
-    let process = Process()
-    process.executableURL = url
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    let status = try await withCheckedThrowingContinuation { continuation in
-      process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-      do {
-        try process.run()
-      } catch {
-        process.terminationHandler = nil
-        continuation.resume(throwing: error)
+    // posix_spawn, not Foundation's Process (see PostgresTestCluster.createAccount), on a
+    // thread of its own: waiting for the tool must not hold one of the few threads of the
+    // pool that the other tests' tasks run on.
+    let argv = [url.path] + arguments
+    let result = try await withCheckedThrowingContinuation { continuation in
+      Thread.detachNewThread {
+        continuation.resume(with: Result { try MountHarness.run(argv, timeout: .seconds(600)) })
       }
     }
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (status, text)
+    return (result.status, result.stdout + result.stderr)
   }
 }
 

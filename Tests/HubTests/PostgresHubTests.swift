@@ -5,6 +5,8 @@ import PostgresNIO
 import Synchronization
 import Testing
 
+import func MountHarness.run
+
 @testable import PostgresHub
 
 @Suite("PostgresHub", .enabled(if: PostgresTestCluster.isEnabled))
@@ -639,21 +641,10 @@ struct PostgresHubTests {
       "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)"
       + "?sslrootcert=\(ca)"
     func docsync(_ arguments: [String], password: String? = nil) throws -> (Int32, String, String) {
-      let process = Process()
-      process.executableURL = URL(fileURLWithPath: try PostgresTestCluster.docsyncBinary())
-      process.arguments = arguments
-      var environment = ProcessInfo.processInfo.environment
-      environment["DOCSYNC_DEVICE_PASSWORD"] = password
-      process.environment = environment
-      let (out, err) = (Pipe(), Pipe())
-      process.standardOutput = out
-      process.standardError = err
-      process.standardInput = FileHandle.nullDevice
-      try process.run()
-      let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-      process.waitUntilExit()
-      return (process.terminationStatus, stdout, stderr)
+      let result = try run(
+        [try PostgresTestCluster.docsyncBinary()] + arguments,
+        env: password.map { ["DOCSYNC_DEVICE_PASSWORD": $0] } ?? [:])
+      return (result.status, result.stdout, result.stderr)
     }
     let account = PostgresTestCluster.uniqueName("adm")
     let (laptop, desktop) = (
@@ -795,15 +786,12 @@ struct PostgresHubTests {
     let (url, _) = try await PostgresTestCluster.freshHubURL()
     let folder = try ScratchFolder()
     // A CA that did not sign the server's certificate.
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-    process.arguments = [
-      "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=other",
-      "-keyout", folder.path + "/other.key", "-out", folder.path + "/other.crt",
-    ]
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    process.waitUntilExit()
+    let made = try run([
+      "/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+      "-subj", "/CN=other", "-keyout", folder.path + "/other.key", "-out",
+      folder.path + "/other.crt",
+    ])
+    try #require(made.status == 0, "\(made)")
     let tlsURL =
       url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=verify-full")
       + "&sslrootcert=\(folder.path)/other.crt"
@@ -825,20 +813,10 @@ struct PostgresHubTests {
 }
 
 func runPsql(url: String, sql: String) throws {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-  process.arguments = ["-X", "-q", "-v", "ON_ERROR_STOP=1", url]
-  let input = Pipe()
-  let output = Pipe()
-  process.standardInput = input
-  process.standardOutput = output
-  process.standardError = output
-  try process.run()
-  input.fileHandleForWriting.write(Data(sql.utf8))
-  try input.fileHandleForWriting.close()
-  let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-  process.waitUntilExit()
-  guard process.terminationStatus == 0 else { throw AccountFailed(output: "psql: " + text) }
+  let result = try run(["/usr/bin/psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", url], stdin: sql)
+  guard result.status == 0 else {
+    throw AccountFailed(output: "psql: " + result.stdout + result.stderr)
+  }
 }
 
 func unusedPort() throws -> Int {

@@ -5,6 +5,8 @@ import PostgresHub
 import PostgresNIO
 import Testing
 
+import func MountHarness.run
+
 /// The private PostgreSQL cluster that Tools/test starts: `DOCSYNC_TEST_POSTGRES` is a superuser
 /// URL on 127.0.0.1, `DOCSYNC_TEST_POSTGRES_CA` the CA that signed the server's certificate.
 enum PostgresTestCluster {
@@ -98,21 +100,16 @@ enum PostgresTestCluster {
     let admin = try admin
     let tls =
       certificateAuthority.map { "sslmode=verify-full&sslrootcert=\($0)" } ?? "sslmode=disable"
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try docsyncBinary())
-    process.arguments = [
-      "hub", "add-device",
-      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)?\(tls)",
-      account, device,
-    ]
-    process.environment = environment.merging(["DOCSYNC_DEVICE_PASSWORD": password]) { $1 }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw AccountFailed(output: text) }
+    // posix_spawn (MountHarness's `run`), not Foundation's Process: Process.run() in Swift
+    // 6.3.1 over-reads a `dirent` of /proc/self/fd and crashed the whole test run (SIGSEGV in
+    // memmove; swift-corelibs-foundation PR #5472).
+    let result = try run(
+      [
+        try docsyncBinary(), "hub", "add-device",
+        "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)?\(tls)",
+        account, device,
+      ], env: ["DOCSYNC_DEVICE_PASSWORD": password])
+    guard result.status == 0 else { throw AccountFailed(output: result.stdout + result.stderr) }
     return "postgres://\(device):\(password)@\(admin.host):\(admin.port)/\(database)"
       + "?sslmode=\(sslMode)"
   }

@@ -4,6 +4,7 @@ import Glibc
 import Testing
 
 import enum MountHarness.ScratchFolder
+import func MountHarness.run
 
 @testable import LocalStore
 
@@ -100,16 +101,10 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
   /// Runs `sqlite3 DATABASE SQL`: its exit status and what it wrote, error output included.
   private func sqlite3(_ database: String, _ sql: String) throws -> (status: Int32, output: String)
   {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [database, sql]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    // posix_spawn, not Foundation's Process, whose run() in Swift 6.3.1 over-reads a `dirent`
+    // and can crash the test run (swift-corelibs-foundation PR #5472).
+    let result = try run(["/usr/bin/sqlite3", database, sql])
+    return (result.status, result.stdout + result.stderr)
   }
 
   @Test func workingFilesAreSpreadOverShards() {
@@ -160,12 +155,8 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
   @Test func anOldStateDatabaseIsConvertedOnlyWhenAsked() throws {
     let folder = makeStateFolder()
     // A state database as an earlier docsync made it: auto_vacuum off, a table in it.
-    let sqlite = Process()
-    sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    sqlite.arguments = [folder + "/state.sqlite", "CREATE TABLE earlier (x)"]
-    try sqlite.run()
-    sqlite.waitUntilExit()
-    #expect(sqlite.terminationStatus == 0)
+    let made = try run(["/usr/bin/sqlite3", folder + "/state.sqlite", "CREATE TABLE earlier (x)"])
+    #expect(made.status == 0, "\(made)")
     let store = try LocalStore(directory: folder)
     try store.reclaimSpace()
     #expect(try store.convertToIncrementalVacuum())

@@ -314,6 +314,7 @@ public final class BackgroundProcess {
   private let folder: String
   private var input: Int32 = -1
   private var finished = false
+  private var exitStatus: Int32?
 
   public var stdoutPath: String { "\(folder)/stdout" }
 
@@ -396,14 +397,23 @@ public final class BackgroundProcess {
   /// Waits for the exit and returns the exit status.
   public func wait(timeout: Duration = .seconds(30)) throws -> Int32 {
     let deadline = ContinuousClock.now + timeout
-    var status: Int32 = 0
-    while waitpid(pid, &status, WNOHANG) != pid {
+    while isRunning {
       guard ContinuousClock.now < deadline else {
         throw RunError(description: "process \(pid) did not exit")
       }
       usleep(5_000)
     }
+    return exitStatus ?? 0
+  }
+
+  /// Whether the process has not exited yet (once it has, ``wait(timeout:)`` returns its
+  /// status at once).
+  public var isRunning: Bool {
+    if exitStatus != nil { return false }
+    var status: Int32 = 0
+    guard waitpid(pid, &status, WNOHANG) == pid else { return true }
     finished = true
-    return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    exitStatus = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    return false
   }
 }

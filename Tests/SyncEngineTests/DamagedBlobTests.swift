@@ -5,6 +5,8 @@ import Glibc
 import SyncEngine
 import Testing
 
+import func MountHarness.run
+
 /// A local blob damaged by one flipped byte (DESIGN.md §2, invariant 5): a conflict version
 /// that uses it reads as the right bytes or as an error, never as wrong bytes, and the blob is
 /// fetched again.
@@ -116,17 +118,10 @@ struct DamagedHubBlobTests {
   /// disk or a meddling tool would; returns what it printed.
   @discardableResult
   private func sqlite(_ database: String, _ sql: String) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    process.arguments = [database, sql]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-      throw CocoaError(.fileWriteUnknown)
-    }
-    return String(decoding: data, as: UTF8.self)
+    // posix_spawn, not Foundation's Process, whose run() in Swift 6.3.1 over-reads a `dirent`
+    // and can crash the test run (swift-corelibs-foundation PR #5472).
+    let result = try run(["/usr/bin/sqlite3", database, sql])
+    guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
+    return result.stdout
   }
 }

@@ -6,6 +6,8 @@ import LocalStore
 import SyncEngine
 import Testing
 
+import func MountHarness.run
+
 /// A state database made before records stayed on disk (schema v4) is indexed once at the next
 /// start: the same current versions, conflicts, `.history` and clock as before.
 @Suite("record index migration")
@@ -35,19 +37,15 @@ struct RecordIndexMigrationTests {
 
     // What the v5 migration leaves of a v4 database: its rows, with no index yet.
     let state = library.folder + "/a/state.sqlite"
-    let downgrade = Process()
-    downgrade.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
-    downgrade.arguments = [
-      state,
+    let downgrade = try run([
+      "/usr/bin/sqlite3", state,
       """
       UPDATE versions SET path = NULL, document = 0, hash = NULL;
       DELETE FROM version_parents; DELETE FROM heads; DELETE FROM history_paths;
       DELETE FROM sync_meta WHERE key = 'records_indexed';
       """,
-    ]
-    try downgrade.run()
-    downgrade.waitUntilExit()
-    #expect(downgrade.terminationStatus == 0)
+    ])
+    #expect(downgrade.status == 0, "\(downgrade)")
     #expect(try !LocalStore(directory: library.folder + "/a").recordsIndexed())
 
     a = try library.device("a")
