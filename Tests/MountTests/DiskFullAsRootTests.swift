@@ -28,15 +28,27 @@ struct DiskFullAsRootTests {
     FileManager.default.contents(atPath: path).map { [UInt8]($0) == bytes } ?? false
   }
 
+  /// What a test of the full disk gets: the binary, both mount points, the small disk, the
+  /// session bus the daemons notify on, and `docsync events --json` of the device on it.
+  struct Devices {
+    let binary: String
+    let a: String
+    let b: String
+    let disk: String
+    let bus: SessionBusDaemon
+    let events: BackgroundProcess
+  }
+
   /// Two devices on one SQLite hub, `a` and `b`, with the state folder of `small` (`a` or
-  /// `b`) on a 24 MiB tmpfs (root-only: the mount); each daemon starts with `environment`.
-  /// Both devices hold `doc.bin` with `first` when `body` starts, and the tmpfs is full but
-  /// for half the document's size: rewriting it in place needs no more, a copy of it all.
+  /// `b`) on a 24 MiB tmpfs (root-only: the mount), both on a private session bus. Both
+  /// devices hold `doc.bin` with `first` when `body` starts, and the tmpfs is full but for
+  /// half the document's size: rewriting it in place needs no more, a copy of it all.
   static func withDevices(
-    stateOnSmallDisk small: String, environment: [String: String] = [:], first: [UInt8],
-    _ body: (_ binary: String, _ a: String, _ b: String, _ disk: String) throws -> Void
+    stateOnSmallDisk small: String, first: [UInt8], _ body: (Devices) throws -> Void
   ) throws {
     try #require(TestEnvironment.isRoot, "mounting a small tmpfs needs root")
+    let bus = try SessionBusDaemon()
+    let environment = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
     try MountFixture.withScratch { m throws in
       let binary = try MountFixture.docsyncBinary()
       let disk = m.scratch("small")
@@ -64,7 +76,12 @@ struct DiskFullAsRootTests {
       try check([binary, "sync", mounts["b"]!])
       #expect(holds(mounts["b"]! + "/doc.bin", first))
       try fill(disk, leaving: size / 2)
-      try body(binary, mounts["a"]!, mounts["b"]!, disk)
+      let events = try BackgroundProcess([
+        binary, "events", mounts[small]!, "--json", "--after", "0",
+      ])
+      try body(
+        Devices(
+          binary: binary, a: mounts["a"]!, b: mounts["b"]!, disk: disk, bus: bus, events: events))
     }
   }
 
@@ -84,12 +101,10 @@ struct DiskFullAsRootTests {
   /// freed the save reaches it.
   @Test(.needs("dbus-daemon", "dbus-monitor"))
   func aSaveThatCannotBeCopiedOnAFullDiskDeletesNothingElsewhere() throws {
-    let bus = try SessionBusDaemon()
-    let session = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
     let first = Self.content(1)
-    try Self.withDevices(stateOnSmallDisk: "a", environment: session, first: first) {
-      binary, a, b, small in
-      let events = try BackgroundProcess([binary, "events", a, "--json", "--after", "0"])
+    try Self.withDevices(stateOnSmallDisk: "a", first: first) { devices in
+      let (binary, a, b, small) = (devices.binary, devices.a, devices.b, devices.disk)
+      let (bus, events) = (devices.bus, devices.events)
       let second = Self.content(2)
       try Self.save(a + "/doc.bin", second)
       let refused = try run([binary, "sync", a, "--timeout", "20"], timeout: .seconds(60))
@@ -127,12 +142,10 @@ struct DiskFullAsRootTests {
   /// catches up once space is freed.
   @Test(.needs("dbus-daemon", "dbus-monitor"))
   func aDeviceThatCannotStoreWhatItPullsSaysSoAndIsNotOffline() throws {
-    let bus = try SessionBusDaemon()
-    let session = ["DBUS_SESSION_BUS_ADDRESS": bus.address]
     let first = Self.content(3)
-    try Self.withDevices(stateOnSmallDisk: "b", environment: session, first: first) {
-      binary, a, b, small in
-      let events = try BackgroundProcess([binary, "events", b, "--json", "--after", "0"])
+    try Self.withDevices(stateOnSmallDisk: "b", first: first) { devices in
+      let (binary, a, b, small) = (devices.binary, devices.a, devices.b, devices.disk)
+      let (bus, events) = (devices.bus, devices.events)
       let second = Self.content(4)
       try Self.save(a + "/doc.bin", second)
       try check([binary, "sync", a])

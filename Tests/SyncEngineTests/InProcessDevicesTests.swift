@@ -397,10 +397,7 @@ struct InProcessDevicesTests {
     try await a.sync()
     try await b.sync()
     let mark = a.engine.events.latest
-    let incoming = a.store.blobFolder + "/tmp"
-    #expect(rename(incoming, incoming + "-aside") == 0)
-    // A file where the folder was: even root cannot create a blob below it.
-    #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+    let unblock = blockBlobs(of: a)
     try a.write("plan.md", "second\n")
     // The sync says why at once, rather than when its time is up.
     let failure = await #expect(throws: SyncError.self) {
@@ -412,7 +409,7 @@ struct InProcessDevicesTests {
     try await b.sync()
     #expect(try b.read("plan.md") == "first\n")
     #expect(try a.read("plan.md") == "second\n")
-    #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0)
+    unblock()
     try await a.sync()
     try await b.sync()
     #expect(try b.read("plan.md") == "second\n")
@@ -464,6 +461,15 @@ struct InProcessDevicesTests {
     await b.stop()
   }
 
+  /// Puts a file where `device`'s blob store makes its temporary files: no blob can be made
+  /// there, as on a full disk (even root cannot create below a file). Returns the undoing.
+  func blockBlobs(of device: Device) -> () -> Void {
+    let incoming = device.store.blobFolder + "/tmp"
+    #expect(rename(incoming, incoming + "-aside") == 0)
+    #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+    return { #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0) }
+  }
+
   /// A device that cannot store what it pulls (its disk is full) is not offline: the hub
   /// answers. It says that it cannot sync and why, at once, keeps what it shows, and catches
   /// up when it can store again.
@@ -475,9 +481,7 @@ struct InProcessDevicesTests {
     try await a.sync()
     try await b.sync()
     let mark = b.engine.events.latest
-    let incoming = b.store.blobFolder + "/tmp"
-    #expect(rename(incoming, incoming + "-aside") == 0)
-    #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+    let unblock = blockBlobs(of: b)
     // Larger than what a pull brings into memory: it is fetched into a blob file.
     let second = String(repeating: "the second draft\n", count: 10_000)
     try a.write("plan.md", second)
@@ -497,7 +501,7 @@ struct InProcessDevicesTests {
     #expect(why.contains("Not a directory"), "\(why)")
     #expect(try b.read("plan.md") == "first\n")
 
-    #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0)
+    unblock()
     try await b.sync()
     #expect(try b.read("plan.md") == second)
     #expect(b.engine.status().state == .upToDate)
