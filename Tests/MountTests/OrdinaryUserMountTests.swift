@@ -180,6 +180,47 @@ struct OrdinaryUserMountTests {
     }
   }
 
+  /// A device that cannot store what it pulls (here its blob store's temporary folder is a
+  /// file, in the state folder the user owns; a full disk does the same) is not offline: as
+  /// this user, `docsync sync` fails at once saying why, `status` says it cannot sync, the file
+  /// keeps its old content, and all comes right once the store can be written again.
+  @Test(.needs())
+  func aDeviceThatCannotStoreWhatItPullsSaysSoAsThisUser() throws {
+    try #require(!TestEnvironment.isRoot, "run the mount tests as an ordinary user (Tools/test)")
+    try MountFixture.withMount { m throws in
+      let binary = try MountFixture.docsyncBinary()
+      let second = m.scratch("second")
+      let secondState = m.scratch("second-state")
+      try FileManager.default.createDirectory(atPath: second, withIntermediateDirectories: true)
+      try MountFixture.makePrivateFolder(secondState)
+      try check([
+        binary, "mount", second, "--state", secondState, "--hub", m.scratch("hub.sqlite"),
+        "--device", "second",
+      ])
+      defer { _ = try? run([binary, "unmount", second]) }
+      try Data("first\n".utf8).write(to: URL(fileURLWithPath: m.path("plan.md")))
+      try check([binary, "sync", m.mountPoint])
+      try check([binary, "sync", second])
+      let incoming = secondState + "/blobs/tmp"
+      #expect(rename(incoming, incoming + "-aside") == 0)
+      #expect(FileManager.default.createFile(atPath: incoming, contents: Data()))
+      // Larger than what a pull brings into memory: it is fetched into a blob file.
+      let draft = String(repeating: "the second draft\n", count: 10_000)
+      try Data(draft.utf8).write(to: URL(fileURLWithPath: m.path("plan.md")))
+      try check([binary, "sync", m.mountPoint])
+      let refused = try run([binary, "sync", second, "--timeout", "30"], timeout: .seconds(60))
+      #expect(refused.status == 1, "\(refused)")
+      #expect(refused.stderr.contains("cannot sync: cannot create a blob"), "\(refused.stderr)")
+      let status = try check([binary, "status", second]).stdout
+      #expect(status.contains("state:     cannot sync since"), "\(status)")
+      #expect(try String(contentsOfFile: second + "/plan.md", encoding: .utf8) == "first\n")
+      #expect(unlink(incoming) == 0 && rename(incoming + "-aside", incoming) == 0)
+      try check([binary, "sync", second])
+      #expect(try String(contentsOfFile: second + "/plan.md", encoding: .utf8) == draft)
+      #expect(try check([binary, "status", second]).stdout.contains("state:     up to date"))
+    }
+  }
+
   /// The permission checks that the mount's own run as this user relies on, against a plain
   /// folder of the local disk as the same user: proof that docsync refuses what ext4 refuses.
   @Test func permissionChecksAgreeWithAPlainFolderAsThisUser() throws {
