@@ -179,14 +179,9 @@ public struct HubAdministration: Sendable {
   private func withConnection<T: Sendable>(
     _ body: @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
-    let configuration = try location.connectionConfiguration()
-    let connection: PostgresConnection
-    do {
-      connection = try await PostgresConnection.connect(
-        configuration: configuration, id: 1, logger: Connections.logger)
-    } catch {
-      throw HubError(postgres: error, location: location.description)
-    }
+    let connector = PasswordSafeConnector(
+      configuration: try location.connectionConfiguration(), description: location.description)
+    let connection = try await connector.connect(id: 1)
     do {
       let value = try await body(connection)
       try? await connection.close()

@@ -40,7 +40,7 @@ public final class PostgresHub: Hub {
     configuration = try self.location.connectionConfiguration()
     connections = Connections(
       configuration: configuration, description: self.location.description,
-      role: self.location.user, sslMode: self.location.sslMode)
+      role: self.location.user)
     listener = Task { [connections, changes] in
       await Self.listen(connections: connections, changes: changes)
     }
@@ -137,13 +137,10 @@ public final class PostgresHub: Hub {
 actor Connections {
   static let logger = Logger(label: "docsync.hub.postgres")
 
-  let configuration: PostgresConnection.Configuration
+  let connector: PasswordSafeConnector
   let description: String
   /// The login role, named in the error when it belongs to no account.
   let role: String
-  let sslMode: PostgresLocation.SSLMode
-  /// Whether the server was seen not to ask for the password in cleartext without TLS.
-  private var passwordIsSafe = false
   private var idle: [PostgresConnection] = []
   private var migrated = false
   /// Whether the role was seen to belong to an account. Without one, reading finds nothing
@@ -152,14 +149,10 @@ actor Connections {
   private var nextID = 0
   private var closed = false
 
-  init(
-    configuration: PostgresConnection.Configuration, description: String, role: String,
-    sslMode: PostgresLocation.SSLMode
-  ) {
-    self.configuration = configuration
+  init(configuration: PostgresConnection.Configuration, description: String, role: String) {
+    connector = PasswordSafeConnector(configuration: configuration, description: description)
     self.description = description
     self.role = role
-    self.sslMode = sslMode
   }
 
   func take() async throws(HubError) -> PostgresConnection {
@@ -214,77 +207,8 @@ actor Connections {
   }
 
   private func open() async throws(HubError) -> PostgresConnection {
-    if !passwordIsSafe {
-      try await refuseCleartextPassword()
-      passwordIsSafe = true
-    }
     nextID += 1
-    do {
-      return try await PostgresConnection.connect(
-        configuration: configuration, id: nextID, logger: Self.logger)
-    } catch {
-      throw HubError(postgres: error, location: description)
-    }
-  }
-}
-
-extension Connections {
-  /// postgres-nio answers a server that asks for the password in cleartext by sending it, and
-  /// cannot be told not to; without TLS anyone on the path would read it. A first connection
-  /// without a password tells what the server asks for: SCRAM and MD5 stop before anything is
-  /// sent ("requires a password"), a cleartext request is answered with an empty password
-  /// that the server refuses. Any other outcome of the probe keeps the password back.
-  func refuseCleartextPassword() async throws(HubError) {
-    guard configuration.password != nil else { return }
-    switch sslMode {
-    case .require, .verifyCA, .verifyFull:
-      return
-    case .allow, .prefer:
-      // Both try TLS first here; a server that offers it gets the password over TLS.
-      if await serverOffersTLS() { return }
-    case .disable:
-      break
-    }
-    var probe = configuration
-    probe.password = nil
-    probe.tls = .disable
-    do {
-      let connection = try await PostgresConnection.connect(
-        configuration: probe, id: 0, logger: Self.logger)
-      try? await connection.close()
-    } catch let error as PSQLError
-      where error.code == .server && error.serverInfo?[.sqlState] == "28P01"
-    {
-      throw .invalidLocation(
-        "\(description): the server asks for the password in cleartext on a connection without "
-          + "TLS; use sslmode=verify-full, or have the server use scram-sha-256")
-    } catch let error as PSQLError where error.code == .authMechanismRequiresPassword {
-      return  // SCRAM or MD5: nothing is sent in the clear
-    } catch {
-      // Anything else (refused, reset, a mechanism postgres-nio lacks) did not show that the
-      // password is safe to send, so it is not sent: the person sees this failure, as the
-      // real connection would report it, and the next connection asks again.
-      throw HubError(postgres: error, location: description)
-    }
-  }
-
-  private func serverOffersTLS() async -> Bool {
-    var probe = configuration
-    probe.password = nil
-    var tls = TLSConfiguration.makeClientConfiguration()
-    tls.certificateVerification = .none
-    guard let context = try? NIOSSLContext(configuration: tls) else { return false }
-    probe.tls = .require(context)
-    do {
-      let connection = try await PostgresConnection.connect(
-        configuration: probe, id: 0, logger: Self.logger)
-      try? await connection.close()
-      return true
-    } catch let error as PSQLError where error.code == .sslUnsupported {
-      return false
-    } catch {
-      return true
-    }
+    return try await connector.connect(id: nextID)
   }
 }
 

@@ -7,7 +7,9 @@ import Synchronization
 
 /// A stand-in PostgreSQL server on loopback that offers no TLS and asks every client for its
 /// password in cleartext, as a server with `password` in pg_hba.conf (or an attacker on the
-/// path) does; it records every password it is sent and refuses them all.
+/// path) does; it records every password it is sent and refuses them all. The first
+/// `dropping` connections it closes at once, as a server that is restarting or a network that
+/// resets does.
 final class CleartextServer: Sendable {
   let port: Int
   private let socket: Int32
@@ -16,14 +18,19 @@ final class CleartextServer: Sendable {
   /// The passwords clients sent.
   var passwords: [String] { received.withLock { $0 } }
 
-  init() throws {
+  init(dropping: Int = 0) throws {
     (socket, port) = try LoopbackListener.open()
     let listening = self.socket
     Thread.detachNewThread { [self] in
+      var dropped = 0
       while true {
         let client = accept(listening, nil, nil)
         if client < 0 { return }
-        serve(client)
+        if dropped < dropping {
+          dropped += 1
+        } else {
+          serve(client)
+        }
         close(client)
       }
     }

@@ -565,6 +565,62 @@ struct PostgresHubTests {
     #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
   }
 
+  /// A first attempt at TLS that the network cuts short shows nothing about the server: the
+  /// hub reports it as unreachable and sends no password, and the next attempt, which learns
+  /// that the server has no TLS, refuses its cleartext request as above.
+  @Test(arguments: ["allow", "prefer"])
+  func aTLSAttemptCutShortSendsNoPassword(_ mode: String) async throws {
+    let server = try CleartextServer(dropping: 1)
+    let hub = try PostgresHub(
+      location: "postgres://me:the-secret@127.0.0.1:\(server.port)/db?sslmode=\(mode)")
+    let first = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
+    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+    if case .unreachable = first {} else { Issue.record("\(String(describing: first))") }
+    let second = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
+    if case .invalidLocation(let reason) = second {
+      #expect(reason.contains("cleartext"), "\(reason)")
+    } else {
+      Issue.record("\(String(describing: second))")
+    }
+    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+  }
+
+  /// The administrator's password, which may create roles, is guarded as a device's is.
+  @Test func theAdministratorsPasswordIsNotSentInCleartext() async throws {
+    let server = try CleartextServer()
+    let administration = try HubAdministration(
+      adminURL: "postgres://admin:the-secret@127.0.0.1:\(server.port)/db?sslmode=disable")
+    let error = await #expect(throws: HubError.self) { try await administration.initialize() }
+    guard case .invalidLocation(let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(reason.contains("cleartext") && !reason.contains("\n"), "\(reason)")
+    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+  }
+
+  /// With `prefer` and `allow`, a server that offers TLS gets every connection over it.
+  @Test(arguments: ["allow", "prefer"])
+  func aServerThatOffersTLSIsUsedOverTLS(_ mode: String) async throws {
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "pw")
+    let hub = try PostgresHub(
+      location: url.replacingOccurrences(of: "sslmode=disable", with: "sslmode=\(mode)"))
+    try await hub.append([makeRecord("over TLS")])
+    #expect(try await allRecords(hub) == [makeRecord("over TLS")])
+    let connections = try await PostgresTestCluster.withAdminConnection(database: database) {
+      connection in
+      let rows = try await connection.query(
+        """
+        SELECT s.ssl FROM pg_stat_ssl AS s JOIN pg_stat_activity AS a USING (pid)
+        WHERE a.usename = \(device)
+        """, logger: PostgresTestCluster.logger)
+      var encrypted: [Bool] = []
+      for try await ssl in rows.decode(Bool.self) { encrypted.append(ssl) }
+      return encrypted
+    }
+    #expect(!connections.isEmpty && connections.allSatisfy { $0 }, "\(connections)")
+  }
+
   /// Without sslmode the hub insists on TLS with a certificate it can verify, as
   /// sslmode=verify-full does; weaker modes must be written, and disable across a network
   /// draws a warning.
