@@ -126,7 +126,7 @@ final class StateDatabase: @unchecked Sendable {
         }
       }
     } catch {
-      commits.putBack(batch, failure: "\(error)")
+      commits.putBack(batch, failure: LocalStore.failureText(error))
       throw error
     }
     commits.committed()

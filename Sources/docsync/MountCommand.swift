@@ -228,6 +228,91 @@ struct MountCommand: ParsableCommand {
     }
   }
 
+  /// Opens the state in `folder`; a damaged one is set aside first and a new one started,
+  /// which the hub fills again (``recoverDamagedStates(in:store:hub:problem:)``).
+  static func openStore(_ folder: String) throws -> LocalStore {
+    do {
+      return try LocalStore(directory: folder)
+    } catch .damaged(let path, let reason) {
+      let aside: SetAsideState
+      do {
+        aside = try LocalStore.setAside(directory: folder)
+      } catch {
+        throw CommandFailure(
+          "the state database \(path) is damaged (\(reason)) and cannot be set aside: \(error)")
+      }
+      writeText(
+        "docsync: warning: the state database \(path) is damaged (\(reason)); it is set aside "
+          + "in \(aside.path), and the files come back from the hub (docsync sync waits for "
+          + "them)\n", to: 2)
+      do {
+        return try LocalStore(directory: folder)
+      } catch {
+        throw CommandFailure(error.description)
+      }
+    } catch {
+      throw CommandFailure(error.description)
+    }
+  }
+
+  /// Sends the hub what each damaged state set aside in `folder` had not sent yet, before the
+  /// new state syncs; refuses the mount while the hub is unreachable (`problem`), since the
+  /// new state would show a folder without them, and the next mount tries again.
+  static func recoverDamagedStates(
+    in folder: String, store: LocalStore, hub: any Hub, problem: String?
+  ) throws {
+    let pending = LocalStore.statesToRecover(in: folder)
+    guard !pending.isEmpty else { return }
+    if let problem {
+      throw CommandFailure(
+        "the state in \(folder) was damaged and is rebuilt from the hub, which cannot be "
+          + "reached now (\(problem)); mount again once it can (nothing is lost: what was not "
+          + "synced waits in \(pending[0].path))")
+    }
+    for state in pending {
+      let result = waitFor { () async -> Result<DamagedStateRecovery.Report, SyncError> in
+        do throws(SyncError) {
+          return .success(
+            try await DamagedStateRecovery.recover(
+              state, blobPath: { store.blobPath(hex: $0) }, hub: hub))
+        } catch {
+          return .failure(error)
+        }
+      }
+      let report: DamagedStateRecovery.Report
+      switch result {
+      case .success(let value): report = value
+      case .failure(let error):
+        throw CommandFailure(
+          "cannot send the hub what the damaged state in \(state.path) had not synced: \(error); "
+            + "mount again to try again")
+      }
+      var lines = [
+        report.recovered == 0 && report.withoutContent.isEmpty
+          ? "docsync: warning: \(state.path) held nothing that had not reached the hub; once the "
+            + "folder looks right, that folder may be deleted"
+          : "docsync: warning: \(report.recovered) version(s) that had not reached the hub were "
+            + "recovered from \(state.path); once the folder looks right, that folder may be "
+            + "deleted"
+      ]
+
+      if !report.withoutContent.isEmpty {
+        lines.append(
+          "docsync: warning: no intact copy of the content of \(report.withoutContent.count) "
+            + "unsynced version(s) was found: \(report.withoutContent.prefix(5).joined(separator: ", "))"
+            + "; their working files are in \(state.path)/files")
+      }
+      if report.unreadable > 0 || report.problem != nil {
+        lines.append(
+          "docsync: warning: part of the damaged state could not be read"
+            + (report.problem.map { " (\($0))" } ?? "")
+            + (report.unreadable > 0 ? "; \(report.unreadable) record(s) were damaged" : "")
+            + "; its working files are in \(state.path)/files")
+      }
+      writeText(lines.map { $0 + "\n" }.joined(), to: 2)
+    }
+  }
+
   /// Says once, at mount, when the hub file or the state folder (which hold every document's
   /// content) can be read by other users of this machine, or the hub is reached unencrypted. docsync makes both private; these
   /// were made or changed by someone else.
@@ -260,12 +345,7 @@ struct MountCommand: ParsableCommand {
     guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
       throw CommandFailure("state folder \(folder) is in use by another docsync mount")
     }
-    let store: LocalStore
-    do {
-      store = try LocalStore(directory: folder)
-    } catch {
-      throw CommandFailure(error.description)
-    }
+    let store = try Self.openStore(folder)
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
     let library = LibraryRecord(stateFolder: folder)
     try library.check(hub: hubLocation)
@@ -275,7 +355,9 @@ struct MountCommand: ParsableCommand {
     } catch {
       throw CommandFailure(error.description)
     }
-    if let problem = Self.problemReaching(hubInstance, shown: LibraryRecord.shown(hubLocation)) {
+    let unreachable = Self.problemReaching(hubInstance, shown: LibraryRecord.shown(hubLocation))
+    try Self.recoverDamagedStates(in: folder, store: store, hub: hubInstance, problem: unreachable)
+    if let problem = unreachable {
       // A new mount has nothing to show without its hub, and the cause is most likely a
       // mistyped host or password; a mount set up before serves its files offline.
       guard library.isRecorded else { throw CommandFailure(problem) }
@@ -428,6 +510,8 @@ struct MountCommand: ParsableCommand {
     }
     var status: Int32 = 0
     while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    // A warning said before the failure (a damaged state set aside) still holds.
+    for line in lines where line.hasPrefix("docsync: warning: ") { writeText(line + "\n", to: 2) }
     let message =
       lines.last(where: { $0.hasPrefix("docsync: ") }).map { String($0.dropFirst(9)) }
       ?? lines.last.map(String.init) ?? "the mount process stopped before the mount was ready"

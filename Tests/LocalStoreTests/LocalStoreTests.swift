@@ -4,6 +4,7 @@ import Glibc
 import Testing
 
 import enum MountHarness.ScratchFolder
+import func MountHarness.damageRootPage
 import func MountHarness.run
 
 @testable import LocalStore
@@ -161,5 +162,77 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
     try store.reclaimSpace()
     #expect(try store.convertToIncrementalVacuum())
     #expect(try !store.convertToIncrementalVacuum())
+  }
+}
+
+/// A state database that no longer reads back as SQLite wrote it.
+@Suite struct DamagedStateDatabaseTests {
+  let folder = makeStateFolder()
+
+  /// The damage is found before anything is loaded, set aside whole with the working files,
+  /// and a new state starts in its place; the set-aside state waits for recovery until it is
+  /// marked recovered, and its outbox still reads.
+  @Test func aDamagedDatabaseIsFoundAndSetAsideWhole() throws {
+    do {
+      let store = try LocalStore(directory: folder)
+      try store.applySync([
+        .addVersion(
+          StoredVersion(
+            id: [1], payload: [10, 11], path: Array("a".utf8), parents: [], isDocument: true,
+            contentHash: nil)),
+        .enqueue(id: [1]),
+      ])
+      let fd = openat(store.workingFiles, LocalStore.workingFileName(7), O_CREAT | O_WRONLY, 0o600)
+      #expect(write(fd, "content", 7) == 7)
+      close(fd)
+      store.shutdown()
+    }
+    try damageRootPage(of: "entries", in: folder + "/state.sqlite")
+    let error = #expect(throws: LocalStoreError.self) { _ = try LocalStore(directory: folder) }
+    guard case .damaged(let path, let reason) = error else {
+      Issue.record("\(String(describing: error))")
+      return
+    }
+    #expect(path == folder + "/state.sqlite")
+    #expect(!reason.isEmpty && !reason.contains("\n"), "\(reason)")
+    #expect(LocalStore.statesToRecover(in: folder).isEmpty)
+
+    let aside = try LocalStore.setAside(directory: folder)
+    #expect(aside.path.hasPrefix(folder + "/damaged-"))
+    #expect(!FileManager.default.fileExists(atPath: folder + "/.setting-aside"))
+    #expect(
+      try String(
+        contentsOfFile: aside.path + "/files/" + LocalStore.workingFileName(7), encoding: .utf8)
+        == "content")
+    #expect(aside.workingFiles(ofSize: 7).count == 1)
+    #expect(aside.workingFiles(ofSize: 8).isEmpty)
+    let (records, problem) = aside.unsyncedRecords()
+    #expect(problem == nil)
+    #expect(records.map(\.id) == [[1]] && records.map(\.payload) == [[10, 11]])
+
+    let fresh = try LocalStore(directory: folder)
+    #expect(try fresh.loadSync().outbox.isEmpty)
+    fresh.shutdown()
+    #expect(LocalStore.statesToRecover(in: folder).map(\.path) == [aside.path])
+    try aside.markRecovered()
+    #expect(LocalStore.statesToRecover(in: folder).isEmpty)
+    // A second damage in the same second gets a folder of its own.
+    #expect(try LocalStore.setAside(directory: folder).path != aside.path)
+  }
+
+  /// Damage met later, by a read or a commit, is named as damage too.
+  @Test func damageMetLaterIsToldApart() {
+    for code in [ResultCode.SQLITE_CORRUPT, .SQLITE_NOTADB] {
+      guard case .damaged = LocalStoreError(DatabaseError(resultCode: code)) else {
+        Issue.record("\(code) is not damage")
+        continue
+      }
+    }
+    let text = LocalStore.failureText(DatabaseError(resultCode: .SQLITE_CORRUPT))
+    #expect(text.contains("damaged") && text.contains("mount again"), "\(text)")
+    guard case .failed = LocalStoreError(DatabaseError(resultCode: .SQLITE_BUSY)) else {
+      Issue.record("a busy database is not damage")
+      return
+    }
   }
 }
