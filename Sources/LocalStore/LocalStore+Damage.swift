@@ -24,40 +24,58 @@ extension LocalStore {
 
   /// Moves a damaged state database, and the working files its tree named, out of the way into
   /// `damaged-<UTC time>/` in the state folder, so that a new state starts there; the blobs
-  /// stay, each checked against its hash when used. Renames only: nothing is copied, and a
-  /// crash leaves either the damaged state where it was or all of it set aside.
+  /// stay, each checked against its hash when used. Renames only, into a folder renamed whole
+  /// at the end; ``finishSettingAside(directory:at:)`` completes one a crash cut short.
   public static func setAside(directory: String, at time: Date = Date()) throws(LocalStoreError)
     -> SetAsideState
   {
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    formatter.dateFormat = "yyyy-MM-dd'T'HH.mm.ss'Z'"
-    var name = "damaged-" + formatter.string(from: time)
-    var suffix = 1
-    while access(directory + "/" + name, F_OK) == 0 {
-      suffix += 1
-      name = "damaged-" + formatter.string(from: time) + "-\(suffix)"
-    }
-    let aside = directory + "/" + name
-    // Made under a temporary name and renamed whole, so that a set-aside folder always holds
-    // the database it was made for.
-    let making = directory + "/.setting-aside"
-    _ = try? FileManager.default.removeItem(atPath: making)
+    finishSettingAside(directory: directory, at: time)
+    let making = directory + "/" + settingAside
     guard mkdir(making, 0o700) == 0 else {
       throw .unusable(making, String(cString: strerror(errno)))
     }
-    for file in ["state.sqlite", "state.sqlite-wal", "state.sqlite-shm", "files"] {
+    // The database last: a crash before it leaves it where the next start finds it damaged
+    // again, and sets it aside then.
+    for file in ["files", "state.sqlite-wal", "state.sqlite-shm", "state.sqlite"] {
       if rename(directory + "/" + file, making + "/" + file) != 0 && errno != ENOENT {
         throw .unusable(directory + "/" + file, String(cString: strerror(errno)))
       }
     }
     syncFolder(making)
+    let aside = asideName(directory, at: time)
     guard rename(making, aside) == 0 else {
       throw .unusable(aside, String(cString: strerror(errno)))
     }
     syncFolder(directory)
     return SetAsideState(path: aside)
+  }
+
+  /// Gives a setting aside that a crash cut short its `damaged-<time>` name, with whatever it
+  /// holds, before the state is opened: its database may hold records the hub lacks.
+  public static func finishSettingAside(directory: String, at time: Date = Date()) {
+    let making = directory + "/" + settingAside
+    guard access(making, F_OK) == 0, rename(making, asideName(directory, at: time)) == 0 else {
+      return
+    }
+    syncFolder(directory)
+  }
+
+  private static let settingAside = ".setting-aside"
+
+  /// A `damaged-<UTC time>` path in `directory` that does not exist yet.
+  private static func asideName(_ directory: String, at time: Date) -> String {
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    formatter.dateFormat = "yyyy-MM-dd'T'HH.mm.ss'Z'"
+    let stem = directory + "/damaged-" + formatter.string(from: time)
+    var name = stem
+    var suffix = 1
+    while access(name, F_OK) == 0 {
+      suffix += 1
+      name = stem + "-\(suffix)"
+    }
+    return name
   }
 
   /// The set-aside states in `directory` whose unsynced records have not reached the hub yet,

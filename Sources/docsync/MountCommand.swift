@@ -231,6 +231,7 @@ struct MountCommand: ParsableCommand {
   /// Opens the state in `folder`; a damaged one is set aside first and a new one started,
   /// which the hub fills again (``recoverDamagedStates(in:store:hub:problem:)``).
   static func openStore(_ folder: String) throws -> LocalStore {
+    LocalStore.finishSettingAside(directory: folder)
     do {
       return try LocalStore(directory: folder)
     } catch .damaged(let path, let reason) {

@@ -218,6 +218,16 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
     #expect(LocalStore.statesToRecover(in: folder).isEmpty)
     // A second damage in the same second gets a folder of its own.
     #expect(try LocalStore.setAside(directory: folder).path != aside.path)
+    // A setting aside that a crash cut short is finished before the state opens again.
+    #expect(mkdir(folder + "/.setting-aside", 0o700) == 0)
+    #expect(
+      FileManager.default.createFile(atPath: folder + "/.setting-aside/state.sqlite", contents: nil)
+    )
+    LocalStore.finishSettingAside(directory: folder)
+    #expect(!FileManager.default.fileExists(atPath: folder + "/.setting-aside"))
+    let pending = LocalStore.statesToRecover(in: folder)
+    #expect(pending.count == 2)
+    #expect(pending.contains { FileManager.default.fileExists(atPath: $0.path + "/state.sqlite") })
   }
 
   /// Damage met later, by a read or a commit, is named as damage too.
