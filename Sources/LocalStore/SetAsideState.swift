@@ -59,18 +59,18 @@ public struct SetAsideState: Sendable {
     }
   }
 
-  /// Its working files of exactly `size` bytes: where the content of an unsynced record may
-  /// be found when no blob holds it.
-  public func workingFiles(ofSize size: UInt64) -> [String] {
-    var found: [String] = []
+  /// Its working files by size: where the content of an unsynced record may be found when no
+  /// blob holds it. One pass over the folder, whatever the number of records.
+  public func workingFilesBySize() -> [UInt64: [String]] {
+    var found: [UInt64: [String]] = [:]
     let files = path + "/files"
     for shard in (try? FileManager.default.contentsOfDirectory(atPath: files)) ?? [] {
       let folder = files + "/" + shard
       for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
         var info = stat()
         let file = folder + "/" + name
-        if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG, UInt64(info.st_size) == size {
-          found.append(file)
+        if lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+          found[UInt64(info.st_size), default: []].append(file)
         }
       }
     }

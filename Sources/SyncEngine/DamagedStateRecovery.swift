@@ -34,6 +34,7 @@ public enum DamagedStateRecovery {
     let (rows, problem) = state.unsyncedRecords()
     report.problem = problem
     var ready: [HubRecord] = []
+    var workingFiles: [UInt64: [String]]?
     for row in rows {
       guard let digest = Digest256(bytes: row.id),
         let record = try? VersionRecord(decoding: row.payload, expectedID: VersionID(digest))
@@ -42,11 +43,13 @@ public enum DamagedStateRecovery {
         continue
       }
       if case .file(let hash, let size, _) = record.content {
-        guard
-          try await provide(
-            hash, size: size, from: [blobPath(hash.hex)] + state.workingFiles(ofSize: size),
-            to: hub)
-        else {
+        var provided = try await provide(hash, size: size, from: [blobPath(hash.hex)], to: hub)
+        if !provided {
+          if workingFiles == nil { workingFiles = state.workingFilesBySize() }
+          provided = try await provide(
+            hash, size: size, from: workingFiles?[size] ?? [], to: hub)
+        }
+        guard provided else {
           report.withoutContent.append(record.path.description)
           continue
         }

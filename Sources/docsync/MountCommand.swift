@@ -288,28 +288,31 @@ struct MountCommand: ParsableCommand {
           "cannot send the hub what the damaged state in \(state.path) had not synced: \(error); "
             + "mount again to try again")
       }
+      let complete =
+        report.withoutContent.isEmpty && report.unreadable == 0 && report.problem == nil
       var lines = [
-        report.recovered == 0 && report.withoutContent.isEmpty
-          ? "docsync: warning: \(state.path) held nothing that had not reached the hub; once the "
-            + "folder looks right, that folder may be deleted"
+        report.recovered == 0 && complete
+          ? "docsync: warning: \(state.path) had recorded nothing that had not reached the hub"
           : "docsync: warning: \(report.recovered) version(s) that had not reached the hub were "
-            + "recovered from \(state.path); once the folder looks right, that folder may be "
-            + "deleted"
+            + "recovered from \(state.path)"
       ]
-
       if !report.withoutContent.isEmpty {
         lines.append(
           "docsync: warning: no intact copy of the content of \(report.withoutContent.count) "
             + "unsynced version(s) was found: \(report.withoutContent.prefix(5).joined(separator: ", "))"
-            + "; their working files are in \(state.path)/files")
+        )
       }
       if report.unreadable > 0 || report.problem != nil {
         lines.append(
           "docsync: warning: part of the damaged state could not be read"
             + (report.problem.map { " (\($0))" } ?? "")
-            + (report.unreadable > 0 ? "; \(report.unreadable) record(s) were damaged" : "")
-            + "; its working files are in \(state.path)/files")
+            + (report.unreadable > 0 ? "; \(report.unreadable) record(s) were damaged" : ""))
       }
+      // Its working files are the only copy of what could not be recovered.
+      lines[lines.count - 1] +=
+        complete
+        ? "; once the folder looks right, that folder may be deleted"
+        : "; the working files it held are in \(state.path)/files"
       writeText(lines.map { $0 + "\n" }.joined(), to: 2)
     }
   }

@@ -204,8 +204,9 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
       try String(
         contentsOfFile: aside.path + "/files/" + LocalStore.workingFileName(7), encoding: .utf8)
         == "content")
-    #expect(aside.workingFiles(ofSize: 7).count == 1)
-    #expect(aside.workingFiles(ofSize: 8).isEmpty)
+    #expect(
+      aside.workingFilesBySize()
+        == [7: [aside.path + "/files/" + LocalStore.workingFileName(7)]])
     let (records, problem) = aside.unsyncedRecords()
     #expect(problem == nil)
     #expect(records.map(\.id) == [[1]] && records.map(\.payload) == [[10, 11]])
