@@ -170,6 +170,29 @@ struct SQLiteHubWatchTests {
     #expect(hub.changes.generation != seen)
   }
 
+  /// More hubs than the kernel gives a user inotify instances (128 by default) are all
+  /// watched, through one instance: the last one opened still hears a commit, and closing the
+  /// others, which watch the same folder, leaves its watch in place.
+  @Test func moreHubsThanInotifyInstancesAreAllWatched() async throws {
+    let folder = try ScratchFolder()
+    var hubs: [SQLiteHub] = []
+    for index in 0..<200 {
+      let path = folder.path + "/\(index % 2)/hub.sqlite"
+      try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+      hubs.append(try SQLiteHub(path: path))
+    }
+    #expect(hubs.allSatisfy { $0.watcher != nil })
+    let last = hubs.removeLast()
+    hubs.removeAll()
+    let writer = try SQLiteHub(path: folder.path + "/1/hub.sqlite")
+    try await Task.sleep(for: .milliseconds(200))  // what opening it wrote has been heard
+    let seen = last.changes.generation
+    try await writer.append([makeRecord("heard by the last of many")])
+    await last.changes.wait(after: seen, timeout: .seconds(30))
+    #expect(last.changes.generation != seen)
+  }
+
   /// SQLite keeps the journal beside the file a symbolic link points to; the watch follows.
   @Test func aHubReachedThroughASymbolicLinkIsWatchedWhereItsFilesAre() async throws {
     let folder = try ScratchFolder()
