@@ -349,10 +349,11 @@ struct MountCommand: ParsableCommand {
     guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
       throw CommandFailure("state folder \(folder) is in use by another docsync mount")
     }
-    let store = try Self.openStore(folder)
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
     let library = LibraryRecord(stateFolder: folder)
+    // Before the state is opened: a mistyped --hub leaves even a damaged state where it is.
     try library.check(hub: hubLocation)
+    let store = try Self.openStore(folder)
     let hubInstance: any Hub
     do {
       hubInstance = try openAnyHub(location: hubLocation)
