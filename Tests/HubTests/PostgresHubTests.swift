@@ -557,12 +557,7 @@ struct PostgresHubTests {
     let hub = try PostgresHub(
       location: "postgres://me:the-secret@127.0.0.1:\(server.port)/db?sslmode=\(mode)")
     let error = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
-    guard case .invalidLocation(let reason) = error else {
-      Issue.record("\(String(describing: error))")
-      return
-    }
-    #expect(reason.contains("cleartext") && !reason.contains("\n"), "\(reason)")
-    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+    expectCleartextRefused(error, by: server)
   }
 
   /// A first attempt at TLS that the network cuts short shows nothing about the server: the
@@ -577,12 +572,7 @@ struct PostgresHubTests {
     #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
     if case .unreachable = first {} else { Issue.record("\(String(describing: first))") }
     let second = await #expect(throws: HubError.self) { _ = try await hub.hasBlob(hash: [1]) }
-    if case .invalidLocation(let reason) = second {
-      #expect(reason.contains("cleartext"), "\(reason)")
-    } else {
-      Issue.record("\(String(describing: second))")
-    }
-    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+    expectCleartextRefused(second, by: server)
   }
 
   /// The administrator's password, which may create roles, is guarded as a device's is.
@@ -591,12 +581,25 @@ struct PostgresHubTests {
     let administration = try HubAdministration(
       adminURL: "postgres://admin:the-secret@127.0.0.1:\(server.port)/db?sslmode=disable")
     let error = await #expect(throws: HubError.self) { try await administration.initialize() }
-    guard case .invalidLocation(let reason) = error else {
-      Issue.record("\(String(describing: error))")
-      return
+    expectCleartextRefused(error, by: server)
+  }
+
+  /// `error` is the one-line refusal of a cleartext request, and `server` never got the
+  /// password.
+  private func expectCleartextRefused(
+    _ error: HubError?, by server: CleartextServer,
+    sourceLocation: SourceLocation = #_sourceLocation
+  ) {
+    if case .invalidLocation(let reason) = error {
+      #expect(
+        reason.contains("cleartext") && !reason.contains("\n"), "\(reason)",
+        sourceLocation: sourceLocation)
+    } else {
+      Issue.record("\(String(describing: error))", sourceLocation: sourceLocation)
     }
-    #expect(reason.contains("cleartext") && !reason.contains("\n"), "\(reason)")
-    #expect(!server.passwords.contains("the-secret"), "\(server.passwords)")
+    #expect(
+      !server.passwords.contains("the-secret"), "\(server.passwords)",
+      sourceLocation: sourceLocation)
   }
 
   /// With `prefer` and `allow`, a server that offers TLS gets every connection over it.
