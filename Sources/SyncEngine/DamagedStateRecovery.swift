@@ -59,10 +59,13 @@ public enum DamagedStateRecovery {
           id: record.id.bytes, payload: record.encoded,
           blobs: record.content.blobHash.map { [$0.bytes] } ?? []))
     }
-    do {
-      if !ready.isEmpty { try await hub.append(ready) }
-    } catch {
-      throw SyncError(error)
+    // In pages, as a push sends them: weeks offline can leave tens of thousands.
+    for start in stride(from: 0, to: ready.count, by: 512) {
+      do {
+        try await hub.append(Array(ready[start..<min(start + 512, ready.count)]))
+      } catch {
+        throw SyncError(error)
+      }
     }
     report.recovered = ready.count
     do {
