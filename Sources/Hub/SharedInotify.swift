@@ -67,11 +67,14 @@ final class SharedInotify: @unchecked Sendable {
     }
   }
 
-  /// Reads every queued event and signals the subscribers that an event names.
+  /// Reads every queued event, then signals the subscribers that an event names: the table
+  /// is looked at once per drain, however many events a burst of writes queued.
   private func drain(_ fd: Int32) {
     let headerSize = MemoryLayout<inotify_event>.size
     var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-    var signals: [ObjectIdentifier: ChangeSignal] = [:]
+    var written: [Int32: Set<[UInt8]>] = [:]
+    var ignored: Set<Int32> = []
+    var overflowed = false
     while true {
       let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       // EAGAIN once drained; EINTR is retried by the next readiness event.
@@ -85,29 +88,39 @@ final class SharedInotify: @unchecked Sendable {
             Int($0.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))
           )
         }
-        let name = Array(
-          buffer[(offset + headerSize)..<min(count, offset + headerSize + nameLength)]
-            .prefix { $0 != 0 })
-        state.withLock { state in
-          if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-            // The queue lost events: any of them may have been a commit, of anyone's.
-            for subscriber in state.subscribers.values.flatMap(\.values) {
-              signals[ObjectIdentifier(subscriber.signal)] = subscriber.signal
-            }
-          } else if mask & UInt32(IN_IGNORED) != 0 {
-            state.subscribers[watch] = nil
-          } else {
-            for subscriber in state.subscribers[watch]?.values ?? [:].values
-            where subscriber.wanted.contains(name) {
-              signals[ObjectIdentifier(subscriber.signal)] = subscriber.signal
-            }
-          }
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+          overflowed = true
+        } else if mask & UInt32(IN_IGNORED) != 0 {
+          ignored.insert(watch)
+        } else {
+          let name = buffer[(offset + headerSize)..<min(count, offset + headerSize + nameLength)]
+          written[watch, default: []].insert(Array(name.prefix { $0 != 0 }))
         }
         offset += headerSize + nameLength
       }
     }
+    let chosen = state.withLock { state -> [Subscriber] in
+      var chosen: [Subscriber] = []
+      if overflowed {
+        // The queue lost events: any of them may have been a commit, of anyone's.
+        chosen = state.subscribers.values.flatMap(\.values)
+      } else {
+        for (watch, names) in written {
+          chosen += (state.subscribers[watch] ?? [:]).values.filter {
+            !$0.wanted.isDisjoint(with: names)
+          }
+        }
+      }
+      for watch in ignored { state.subscribers[watch] = nil }
+      return chosen
+    }
+    // One hub's signal once, though several of its files changed.
+    let signals = Dictionary(
+      chosen.map { (ObjectIdentifier($0.signal), $0.signal) },
+      uniquingKeysWith: { first, _ in first }
+    ).values
     guard !signals.isEmpty else { return }
-    for signal in signals.values { signal.signal() }
+    for signal in signals { signal.signal() }
     usleep(Self.pauseMicroseconds)
   }
 }
