@@ -73,7 +73,7 @@ extension SyncEngine {
           await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
       } catch {
-        withLock { noteFailure(error) }
+        withLock { noteFailure(error, request: target) }
         // While a sync waits, a few times a second; else less and less often.
         failedTarget = target
         retryAt = monotonicMilliseconds() + (forced ? min(backoff, Self.waitedRetry) : backoff)
@@ -90,8 +90,9 @@ extension SyncEngine {
   /// Notes why a turn of the loop failed. The hub's failure makes this device offline. A local
   /// one (its disk is full, its state cannot be written) is not the hub's: the hub answered
   /// before it, as every turn asks the hub first, so the device is online and cannot sync.
-  /// Called with the lock held.
-  func noteFailure(_ error: SyncError) {
+  /// `request` is the latest sync request the turn had seen when it began. Called with the lock
+  /// held.
+  func noteFailure(_ error: SyncError, request: UInt64) {
     let now = wallMilliseconds()
     guard case .local(let reason) = error else {
       if offline == nil {
@@ -106,10 +107,10 @@ extension SyncEngine {
     noteOnline()
     if failing == nil {
       logger.warning("cannot sync: \(reason); retrying")
-      failing = (now, reason, monotonicMilliseconds())
+      failing = (now, reason, request)
     } else {
       failing?.reason = reason
-      failing?.at = monotonicMilliseconds()
+      failing?.request = request
     }
     noteFailingChanged()
   }

@@ -126,9 +126,9 @@ public final class SyncEngine: @unchecked Sendable {
   /// What never syncs: the built-in names and the current `.docsyncignore`.
   var ignore = IgnoreRules.builtIn
   var offline: (since: UInt64, reason: String)?
-  /// Since when (wall milliseconds) syncing fails here, not at the hub, and why; `at` is the
-  /// latest failure (monotonic milliseconds).
-  var failing: (since: UInt64, reason: String, at: UInt64)?
+  /// Since when (wall milliseconds) syncing fails here, not at the hub, and why; `request` is
+  /// the latest sync request that the latest failed turn had seen when it began.
+  var failing: (since: UInt64, reason: String, request: UInt64)?
   /// Since when (wall milliseconds) `failing` or `unrecordable` has held something: what
   /// `docsync events` heard as `failing`, and will hear as `recovered`.
   var failingSince: UInt64?
@@ -459,7 +459,7 @@ public final class SyncEngine: @unchecked Sendable {
       // A path this sync tried to record and could not, or a turn of the loop that failed
       // here, not at the hub: waiting longer would not help.
       if let failure = withLock({
-        unrecordableReport(since: askedAt) ?? failingReport(since: askedAt)
+        unrecordableReport(since: askedAt) ?? failingReport(request: target, since: askedAt)
       }) {
         throw .local(failure)
       }
@@ -469,7 +469,7 @@ public final class SyncEngine: @unchecked Sendable {
       await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
-      if let failure = unrecordableReport(since: 0) ?? failingReport(since: 0) {
+      if let failure = unrecordableReport(since: 0) ?? failingReport(request: 0, since: 0) {
         return .local(failure)
       }
       if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
@@ -496,10 +496,16 @@ public final class SyncEngine: @unchecked Sendable {
     return "cannot read \(named.joined(separator: ", "))\(more) to sync it; trying again"
   }
 
-  /// Why syncing failed here (not at the hub) at or after `since` (monotonic milliseconds), in
-  /// one line; nil when it did not. Called with the lock held.
-  func failingReport(since: UInt64) -> String? {
-    if let failing, failing.at >= since { return "cannot sync: \(failing.reason); trying again" }
+  /// Why syncing failed here (not at the hub) in a turn that began after sync request `request`
+  /// was made, or in a commit of the state at or after `since` (monotonic milliseconds), in one
+  /// line; nil when it did not. Called with the lock held.
+  func failingReport(request: UInt64, since: UInt64) -> String? {
+    // By the request the turn had seen, not by when it failed: a turn that began before the
+    // sync was asked for may fail after it, for a cause already mended (the disk has room
+    // again), and the next turn would succeed.
+    if let failing, failing.request >= request {
+      return "cannot sync: \(failing.reason); trying again"
+    }
     if let failure = store.writeFailure, failure.at >= since {
       return "cannot sync: cannot write the state database: \(failure.reason); trying again"
     }
