@@ -5,7 +5,7 @@
 struct RecordRetry: Sendable {
   /// The error of the last attempt, for the log and for `docsync sync`.
   var reason: String
-  /// When the last attempt failed, in monotonic milliseconds.
+  /// When the last attempt began, in monotonic milliseconds.
   var attemptedAt: UInt64
   /// How long after it the next attempt comes.
   var delay: UInt64

@@ -64,6 +64,8 @@ extension SyncEngine {
     var after: [DocumentPath: VersionContent]
     var entries: [DocumentPath: LocalEntry]
     var toHash: [HashJob]
+    /// When the window began (monotonic milliseconds): what its attempts count from.
+    var began: UInt64
     /// Paths whose content could not be read, and why.
     var unreadable: [DocumentPath: String] = [:]
   }
@@ -74,7 +76,9 @@ extension SyncEngine {
   private func holdBack(_ window: Window, unreadable: [DocumentPath: String]) {
     recording.subtract(window.coverage)
     changeLog.restore(window.operations)
-    let now = monotonicMilliseconds()
+    // From when the window began, not when it failed: a sync asked for while it ran, perhaps
+    // after the cause was mended, tries once more rather than hearing of this failure.
+    let now = window.began
     for (path, reason) in unreadable.sorted(by: { $0.key < $1.key }) {
       let retry =
         unrecordable[path]?.failedAgain(reason: reason, at: now)
@@ -156,7 +160,7 @@ extension SyncEngine {
 
     var window = Window(
       operations: operations, coverage: coverage, before: [:], after: [:], entries: [:],
-      toHash: [])
+      toHash: [], began: now)
     // `.docsyncignore` first: its new patterns already apply to the files saved with it.
     let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
     for path in ordered {
