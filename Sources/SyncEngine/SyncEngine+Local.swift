@@ -64,7 +64,8 @@ extension SyncEngine {
     var after: [DocumentPath: VersionContent]
     var entries: [DocumentPath: LocalEntry]
     var toHash: [HashJob]
-    /// When the window began (monotonic milliseconds): what its attempts count from.
+    /// When the window began (monotonic milliseconds): a sync asked for while it ran, perhaps
+    /// after the cause of a failure was mended, tries once more rather than hearing of it.
     var began: UInt64
     /// Paths whose content could not be read, and why.
     var unreadable: [DocumentPath: String] = [:]
@@ -76,13 +77,11 @@ extension SyncEngine {
   private func holdBack(_ window: Window, unreadable: [DocumentPath: String]) {
     recording.subtract(window.coverage)
     changeLog.restore(window.operations)
-    // From when the window began, not when it failed: a sync asked for while it ran, perhaps
-    // after the cause was mended, tries once more rather than hearing of this failure.
-    let now = window.began
+    let now = monotonicMilliseconds()
     for (path, reason) in unreadable.sorted(by: { $0.key < $1.key }) {
       let retry =
-        unrecordable[path]?.failedAgain(reason: reason, at: now)
-        ?? RecordRetry(reason: reason, at: now)
+        unrecordable[path]?.failedAgain(reason: reason, at: now, began: window.began)
+        ?? RecordRetry(reason: reason, at: now, began: window.began)
       unrecordable[path] = retry
       let wait = retry.delay < 1000 ? "\(retry.delay) ms" : "\(retry.delay / 1000) s"
       logger.error("cannot read \(path) to sync it: \(reason); trying again in \(wait)")

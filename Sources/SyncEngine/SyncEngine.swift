@@ -486,10 +486,11 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
-  /// The paths whose content could not be read for upload at or after `since` (monotonic
-  /// milliseconds), and why, in one line; nil when there are none. Called with the lock held.
+  /// The paths whose content could not be read for upload in an attempt that began at or after
+  /// `since` (monotonic milliseconds), and why, in one line; nil when there are none. Called
+  /// with the lock held.
   func unrecordableReport(since: UInt64) -> String? {
-    let failed = unrecordable.filter { $0.value.attemptedAt >= since }.sorted { $0.key < $1.key }
+    let failed = unrecordable.filter { $0.value.began >= since }.sorted { $0.key < $1.key }
     guard !failed.isEmpty else { return nil }
     let named = failed.prefix(3).map { "\($0.key) (\($0.value.reason))" }
     let more = failed.count > 3 ? " and \(failed.count - 3) more" : ""
