@@ -76,8 +76,12 @@ struct BlobStore: Sendable {
   }
 
   /// Copies an open file into the store, hashing as it goes; returns the hash and the size.
-  /// `durable` as for ``install(temporary:descriptor:as:durable:)``.
-  func add(from source: Int32, durable: Bool = true) throws(SyncError) -> (ContentHash, Int64) {
+  /// `durable` as for ``install(temporary:descriptor:as:durable:)``. With `replacing`, the copy
+  /// takes the place of a blob of the same hash that is there already (one that cannot be
+  /// read), in one rename: the old file stays until the new one is whole.
+  func add(from source: Int32, durable: Bool = true, replacing: Bool = false) throws(SyncError)
+    -> (ContentHash, Int64)
+  {
     guard let (temporary, fd) = temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -92,7 +96,7 @@ struct BlobStore: Sendable {
       throw .local("cannot copy a file to sync into the blob store: \(error.description)")
     }
     let hash = ContentHash(hasher!.finalize().withUnsafeBytes { Digest256(bytes: $0)! })
-    if contains(hash) {
+    if contains(hash) && !replacing {
       close(fd)
       unlink(temporary)
     } else {

@@ -312,8 +312,10 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
+    // Whether this device's copy could not be read: made again, it takes that file's place.
+    var unreadable = false
     for attempt in 0..<2 {
-      if attempt == 1 && !withLock({ restoreBlob(hash) }) { break }
+      if attempt == 1 && !withLock({ restoreBlob(hash, replacing: unreadable) }) { break }
       guard let fd = openContent(hash, anywhere: true) else { continue }
       defer { close(fd) }
       // A blob hashed as this run wrote it, unchanged since, is not hashed a second time: a
@@ -340,6 +342,13 @@ extension SyncEngine {
         blobs.remove(hash)
         // Fetched again unless the hub lacks it too (then it stays missing until restored).
         withLock { noteMissing(hash, .damagedHere) }
+      } catch .local(let reason) {
+        // This device's copy cannot be read (a failing disk): not the hub's failure, and not a
+        // reason to hold back every other upload. A working file that still holds the content
+        // makes it again; else the file stays as it is (it may be the only copy, and may read
+        // again) and only this version waits, until the next start.
+        logger.error("local content \(hash.hex) cannot be read and is not uploaded: \(reason)")
+        unreadable = true
       } catch {
         throw SyncError(error)
       }
@@ -356,8 +365,9 @@ extension SyncEngine {
   }
 
   /// Makes a missing or damaged blob again from a working file that still holds that content
-  /// (as its shown version says, with unchanged size and times). Called with the lock held.
-  func restoreBlob(_ hash: ContentHash) -> Bool {
+  /// (as its shown version says, with unchanged size and times); with `replacing`, over a blob
+  /// file that is there but cannot be read. Called with the lock held.
+  func restoreBlob(_ hash: ContentHash, replacing: Bool = false) -> Bool {
     guard let tree else { return false }
     for (path, record) in shown {
       guard let version = known[VersionID(digest(record.versionID))],
@@ -368,7 +378,7 @@ extension SyncEngine {
       let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else { continue }
       defer { close(fd) }
-      if let (restored, _) = try? blobs.add(from: fd), restored == hash {
+      if let (restored, _) = try? blobs.add(from: fd, replacing: replacing), restored == hash {
         logger.info("rebuilt the content of \(path) from its file")
         return true
       }

@@ -1,0 +1,84 @@
+import DocumentModel
+import Foundation
+import Glibc
+import LocalStore
+import SyncEngine
+import Testing
+
+/// A blob waiting to upload that this device cannot read (a failing disk gives EIO; here the
+/// blob's name leads to a folder, which opens and cannot be read): it holds back no other
+/// upload, a working file that still holds the content makes it again, and a file that may be
+/// the only copy is never deleted.
+@Suite("unreadable blobs waiting to upload, in process")
+struct UnreadableBlobTests {
+  /// Records `text` at `path` on `device` while its uploads wait, then makes that content's
+  /// blob unreadable; returns the blob's path.
+  private func recordWithUnreadableBlob(
+    _ device: Device, _ path: String, _ text: String, library: Library
+  ) async throws -> String {
+    try device.write(path, text)
+    try device.write("other.md", "another document\n")
+    // Recorded once quiet, while paused: the blobs are made, not uploaded.
+    try await Task.sleep(for: .milliseconds(300))
+    let blob = device.store.blobPath(hex: ContentHash(of: Array(text.utf8)).hex)
+    #expect(access(blob, F_OK) == 0)
+    let folder = library.folder + "/unreadable-\(UInt32.random(in: 0...UInt32.max))"
+    #expect(mkdir(folder, 0o700) == 0)
+    #expect(unlink(blob) == 0 && symlink(folder, blob) == 0)
+    return blob
+  }
+
+  @Test func aWorkingFileThatHoldsTheContentMakesItAgain() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try await a.sync()
+    a.engine.pause()
+    let text = String(repeating: "a plan that must reach b\n", count: 4_000)
+    let blob = try await recordWithUnreadableBlob(a, "plan.md", text, library: library)
+    a.engine.resume()
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("plan.md") == text)
+    #expect(try b.read("other.md") == "another document\n")
+    // The unreadable file was replaced by the content, or let go once the hub had it.
+    var info = stat()
+    #expect(lstat(blob, &info) != 0 || info.st_mode & S_IFMT == S_IFREG)
+    #expect(a.engine.status().state == .upToDate)
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func withoutAnotherCopyOnlyItsVersionWaitsAndTheFileStays() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try await a.sync()
+    a.engine.pause()
+    let text = "the only copy of this draft\n"
+    let blob = try await recordWithUnreadableBlob(a, "draft.md", text, library: library)
+    // Edited again before it uploads: nothing else holds the recorded content.
+    try a.write("draft.md", "the next draft\n")
+    try await Task.sleep(for: .milliseconds(300))
+    a.engine.resume()
+    let failure = await #expect(throws: SyncError.self) {
+      try await a.engine.synchronize(timeout: .seconds(20))
+    }
+    #expect(
+      failure?.description.contains("cannot upload draft.md") == true,
+      "\(String(describing: failure))")
+    // Every other upload went on.
+    var arrived = false
+    for _ in 0..<200 where !arrived {
+      try? await b.sync()
+      arrived = (try? b.read("other.md")) == "another document\n"
+      if !arrived { try await Task.sleep(for: .milliseconds(20)) }
+    }
+    #expect(arrived, "other.md did not reach b while draft.md's content could not be read")
+    // What could not be read is not deleted: it may read again at the next start.
+    var info = stat()
+    #expect(lstat(blob, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+    await a.stop()
+    await b.stop()
+  }
+}
