@@ -277,6 +277,14 @@ extension SyncEngine {
         from: source, to: fd, at: &copied, hasher: &hasher, owners: (.caller, .caller))
     } catch {
       logger.error("cannot copy the content of \(item.path): \(error.description)")
+      if blobs.isBlobFile(source, item.hash), !blobs.verify(item.hash) {
+        // The blob's file cannot be read (a failing disk), not the new file written: the hub's
+        // copy is fetched over it, rather than this read failing again on every turn.
+        withLock {
+          unreadableBlobs.insert(item.hash)
+          noteMissing(item.hash, .damagedHere)
+        }
+      }
       return nil
     }
     guard hasher!.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {

@@ -109,10 +109,12 @@ extension SyncEngine {
       due.removeAll { arrived.contains($0) }
     }
     for hash in due {
-      let wait = blobs.contains(hash) ? nil : try await fetchBlob(hash)
+      let unreadable = withLock { unreadableBlobs.contains(hash) }
+      let wait = blobs.contains(hash) && !unreadable ? nil : try await fetchBlob(hash)
       withLock {
-        if blobs.contains(hash) {
+        if blobs.contains(hash) && (!unreadable || wait == nil) {
           missingBlobs[hash] = nil
+          unreadableBlobs.remove(hash)
           logger.info("fetched blob \(hash.hex) again")
         } else if var entry = missingBlobs[hash] {
           entry.retryAt = monotonicMilliseconds() + entry.backoff

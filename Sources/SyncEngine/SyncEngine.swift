@@ -107,6 +107,9 @@ public final class SyncEngine: @unchecked Sendable {
   var unrecordable: [DocumentPath: RecordRetry] = [:]
   /// Blobs to fetch again (missing, or found damaged).
   var missingBlobs: [ContentHash: MissingBlob] = [:]
+  /// Blobs among `missingBlobs` whose file is there and cannot be read (a failing disk): fetched
+  /// again over it, which stays until the hub's copy has arrived whole.
+  var unreadableBlobs: Set<ContentHash> = []
   /// Blobs checked against their hash, as their files were then.
   var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
   /// Remote changes that were being applied when the last run ended, settled at start.

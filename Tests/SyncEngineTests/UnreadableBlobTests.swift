@@ -5,14 +5,21 @@ import LocalStore
 import SyncEngine
 import Testing
 
-/// A blob waiting to upload that this device cannot read (a failing disk gives EIO; here the
-/// blob's name leads to a folder, which opens and cannot be read): it holds back no other
-/// upload, a working file that still holds the content makes it again, and a file that may be
-/// the only copy is never deleted.
-@Suite("unreadable blobs waiting to upload, in process")
+/// A blob that this device cannot read (a failing disk gives EIO; here the blob's name leads to
+/// a folder, which opens and cannot be read). Waiting to upload, it holds back no other upload,
+/// a working file that still holds the content makes it again, and a file that may be the only
+/// copy is never deleted. Needed for a change from another device, it is fetched again.
+@Suite("unreadable blobs, in process")
 struct UnreadableBlobTests {
   /// Records `text` at `path` on `device` while its uploads wait, then makes that content's
   /// blob unreadable; returns the blob's path.
+  /// Points `blob` at a new folder: it opens, and every read fails.
+  private func makeUnreadable(_ blob: String, library: Library) {
+    let folder = library.folder + "/unreadable-\(UInt32.random(in: 0...UInt32.max))"
+    #expect(mkdir(folder, 0o700) == 0)
+    #expect(unlink(blob) == 0 && symlink(folder, blob) == 0)
+  }
+
   private func recordWithUnreadableBlob(
     _ device: Device, _ path: String, _ text: String, library: Library
   ) async throws -> String {
@@ -22,9 +29,7 @@ struct UnreadableBlobTests {
     try await Task.sleep(for: .milliseconds(300))
     let blob = device.store.blobPath(hex: ContentHash(of: Array(text.utf8)).hex)
     #expect(access(blob, F_OK) == 0)
-    let folder = library.folder + "/unreadable-\(UInt32.random(in: 0...UInt32.max))"
-    #expect(mkdir(folder, 0o700) == 0)
-    #expect(unlink(blob) == 0 && symlink(folder, blob) == 0)
+    makeUnreadable(blob, library: library)
     return blob
   }
 
@@ -78,6 +83,39 @@ struct UnreadableBlobTests {
     // What could not be read is not deleted: it may read again at the next start.
     var info = stat()
     #expect(lstat(blob, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+    await a.stop()
+    await b.stop()
+  }
+
+  @Test func oneNeededForAnotherDevicesChangeIsFetchedAgain() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    let b = try library.device("b")
+    try a.write("doc.txt", "base\n")
+    try await a.sync()
+    try await b.sync()
+    // A conflict on b keeps a's version, and its blob, in .versions.
+    b.engine.pause()
+    let kept = "a's edit, kept as a version on b\n"
+    try a.write("doc.txt", kept)
+    try await a.sync()
+    try await Task.sleep(for: .milliseconds(20))
+    try b.write("doc.txt", "b's edit, the later one\n")
+    try await Task.sleep(for: .milliseconds(300))
+    b.engine.resume()
+    try await b.sync()
+    #expect(try b.versions("doc.txt").count == 1)
+    let blob = b.store.blobPath(hex: ContentHash(of: Array(kept.utf8)).hex)
+    makeUnreadable(blob, library: library)
+
+    // A new document with that content: b copies it from the blob it holds, which fails.
+    try a.write("copy.txt", kept)
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("copy.txt") == kept)
+    var info = stat()
+    #expect(lstat(blob, &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+    #expect(b.engine.status().waiting.isEmpty)
     await a.stop()
     await b.stop()
   }
