@@ -315,7 +315,7 @@ extension SyncEngine {
     // Whether this device's copy could not be read: made again, it takes that file's place.
     var unreadable = false
     for attempt in 0..<2 {
-      if attempt == 1 && !withLock({ restoreBlob(hash, replacing: unreadable) }) { break }
+      if attempt == 1 && !restoreBlob(hash, replacing: unreadable) { break }
       guard let fd = openContent(hash, anywhere: true) else { continue }
       defer { close(fd) }
       // A blob hashed as this run wrote it, unchanged since, is not hashed a second time: a
@@ -366,18 +366,25 @@ extension SyncEngine {
 
   /// Makes a missing or damaged blob again from a working file that still holds that content
   /// (as its shown version says, with unchanged size and times); with `replacing`, over a blob
-  /// file that is there but cannot be read. Called with the lock held.
+  /// file that is there but cannot be read. The files are found under the lock and copied
+  /// outside it: the copy of a large file must not hold up `.versions` or `docsync status`.
   func restoreBlob(_ hash: ContentHash, replacing: Bool = false) -> Bool {
-    guard let tree else { return false }
-    for (path, record) in shown {
-      guard let version = known[VersionID(digest(record.versionID))],
-        version.content.blobHash == hash,
-        case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
-        size == record.size, mtime == record.modificationTime, ctime == record.changeTime
-      else { continue }
+    let candidates = withLock { () -> [(path: DocumentPath, inode: UInt64)] in
+      guard let tree else { return [] }
+      return shown.compactMap { path, record in
+        guard let version = known[VersionID(digest(record.versionID))],
+          version.content.blobHash == hash,
+          case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
+          size == record.size, mtime == record.modificationTime, ctime == record.changeTime
+        else { return nil }
+        return (path, inode)
+      }
+    }
+    for (path, inode) in candidates {
       let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
       guard fd >= 0 else { continue }
       defer { close(fd) }
+      // A file written since it was found holds other bytes, and the check below says so.
       if let (restored, _) = try? blobs.add(from: fd, replacing: replacing), restored == hash {
         logger.info("rebuilt the content of \(path) from its file")
         return true
