@@ -105,7 +105,14 @@ extension SyncEngine {
     if due.count > 1 {
       due = Array(due.prefix(Self.missingPerRound))
       let arrived = try await fetchSmallContent(due)
-      withLock { for hash in arrived { missingBlobs[hash] = nil } }
+      withLock {
+        for hash in arrived {
+          missingBlobs[hash] = nil
+          // Arrived in memory for the change that needs it; a file that cannot be read stays,
+          // and is marked again if it is needed again.
+          unreadableBlobs.remove(hash)
+        }
+      }
       due.removeAll { arrived.contains($0) }
     }
     for hash in due {
