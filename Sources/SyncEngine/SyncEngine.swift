@@ -51,6 +51,10 @@ public struct SyncStatus: Sendable {
   /// Paths whose saved content could not be read or copied for upload, and why: they are
   /// tried again, and each keeps what it holds meanwhile.
   public var unreadable: [(path: DocumentPath, reason: String)] = []
+  /// Paths with a version that cannot be uploaded: its content cannot be read or is damaged
+  /// here, and the file has changed since. Tried again at the next start; the versions after
+  /// it upload meanwhile.
+  public var heldBack: [DocumentPath] = []
 }
 
 /// Pushes local versions, pulls remote ones, and keeps the local tree showing every path's
@@ -533,7 +537,8 @@ public final class SyncEngine: @unchecked Sendable {
           reason: "cannot write the state database: \(failure.reason)")
       } else if download.doneFiles < download.totalFiles {
         syncState = .downloading
-      } else if !outbox.isEmpty {
+      } else if outbox.contains(where: { !stalled.contains($0) }) {
+        // A version held back is not on its way: `heldBack` names it.
         syncState = .uploading
       } else if pendingLocal || !deferred.isEmpty {
         syncState = .pending
@@ -556,7 +561,8 @@ public final class SyncEngine: @unchecked Sendable {
         upload: upload, download: download, lastSync: lastSync,
         conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
         waiting: waitingForContent(),
-        unreadable: unrecordable.map { ($0.key, $0.value.reason) }.sorted { $0.path < $1.path })
+        unreadable: unrecordable.map { ($0.key, $0.value.reason) }.sorted { $0.path < $1.path },
+        heldBack: Set(stalled.compactMap { known[$0]?.path }).sorted())
     }
   }
 

@@ -425,6 +425,8 @@ struct StatusReport: Codable {
   var waiting: [Waiting]?
   /// Saves that could not be read or copied for upload (a full disk); absent when none.
   var unreadable: [Unreadable]?
+  /// Paths with a version whose content cannot be provided for upload; absent when none.
+  var heldBack: [String]?
 
   init(_ status: SyncStatus, mountPoint: String) {
     self.mountPoint = mountPoint
@@ -459,6 +461,7 @@ struct StatusReport: Codable {
         Unreadable(path: $0.path.description, reason: $0.reason)
       }
     }
+    if !status.heldBack.isEmpty { heldBack = status.heldBack.map(\.description) }
   }
 
   /// A docsync mount whose process has ended.

@@ -258,6 +258,13 @@ struct StatusCommand: ParsableCommand {
         lines.append("  cannot read to sync: \(unreadable.count) (tried again; nothing is lost)")
         for item in unreadable { lines.append("    \(item.path) (\(item.reason))") }
       }
+      if let heldBack = report.heldBack, !heldBack.isEmpty {
+        // An earlier version whose content is gone here; the file's later versions synced.
+        lines.append(
+          "  cannot upload: \(heldBack.count) (a saved version's content cannot be read here and "
+            + "the file has changed since; tried again at the next start, see the log)")
+        for path in heldBack { lines.append("    \(path)") }
+      }
     }
     return lines.joined(separator: "\n") + "\n"
   }

@@ -83,6 +83,10 @@ struct UnreadableBlobTests {
     // What could not be read is not deleted: it may read again at the next start.
     var info = stat()
     #expect(lstat(blob, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
+    // The status names it, and does not call the device busy uploading it.
+    let status = a.engine.status()
+    #expect(status.heldBack == [DocumentPath("draft.md")])
+    #expect(status.state == .upToDate, "\(status.state)")
     await a.stop()
     await b.stop()
   }
