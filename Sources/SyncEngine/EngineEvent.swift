@@ -20,6 +20,9 @@ public struct EngineEvent: Sendable, Equatable {
     case failing(reason: String)
     /// Syncing works again after failing here since `since` (wall milliseconds).
     case recovered(since: UInt64)
+    /// A version saved here cannot be uploaded: its content cannot be read on this device and
+    /// the file has changed since. Posted once per version; `docsync sync` tries it again.
+    case heldBack(path: DocumentPath)
     /// A record from another device failed its checks and was not stored.
     case refused(version: String, path: String, device: String, reason: String)
     /// A direction went idle after moving `files` versions' content, `bytes` in all.

@@ -216,6 +216,7 @@ extension SyncEngine {
       }
       outbox.removeAll { goneIDs.contains($0) }
       stalled.subtract(goneIDs)
+      heldBackAnnounced.subtract(goneIDs)
       let touched = known.remove(gone)
       updateState(touched: touched)
       for (path, version) in shownGone {

@@ -238,6 +238,9 @@ extension SyncEngine {
               logger.error(
                 "version of \(record.path) is held back: its content cannot be provided")
               _ = stalled.insert(record.id)
+              if heldBackAnnounced.insert(record.id).inserted {
+                events.post(.heldBack(path: record.path), time: wallMilliseconds())
+              }
             }
             continue
           }
@@ -264,6 +267,7 @@ extension SyncEngine {
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
         outbox.removeAll { sent.contains($0) }
         contentUploaded.subtract(sent)
+        heldBackAnnounced.subtract(sent)
         uploaded.files += ready.count
         uploaded.bytes = ready.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
         return blobsHeldByWorkingFiles(ready)

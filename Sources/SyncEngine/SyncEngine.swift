@@ -119,8 +119,12 @@ public final class SyncEngine: @unchecked Sendable {
   /// Remote changes that were being applied when the last run ended, settled at start.
   var intents: [ApplyIntent] = []
   /// Versions whose content this device cannot provide (its blob was damaged and the file
-  /// has changed since): not retried until the next start, and reported by `synchronize`.
+  /// has changed since): tried again when a sync is asked for and at the next start, and
+  /// reported by `synchronize`.
   var stalled: Set<VersionID> = []
+  /// Of the versions ever held back, those whose event was posted: a version that fails at
+  /// every `docsync sync` is told once, not at every try.
+  var heldBackAnnounced: Set<VersionID> = []
   /// The merged views people may copy over a document, by path: the heads each was made from
   /// and its content's hash (see `noteMergedView`).
   var mergedViews: [DocumentPath: (heads: [VersionID], hash: ContentHash)] = [:]
@@ -442,6 +446,9 @@ public final class SyncEngine: @unchecked Sendable {
   public func synchronize(timeout: Duration) async throws(SyncError) {
     let (target, askedAt) = try withLock { () throws(SyncError) -> (UInt64, UInt64) in
       if paused { throw .paused }
+      // A person who asks for a sync may have mended the disk: what could not be read is
+      // read again, and reported again if it still cannot be.
+      stalled.removeAll()
       syncRequested += 1
       syncRequestedAt = monotonicMilliseconds()
       syncWaiters += 1

@@ -4,9 +4,10 @@ import SessionBus
 import SyncEngine
 
 /// Tells the person at the desk, through a desktop notification on the session bus, when a
-/// document gets a conflict that docsync could not merge (once per conflict), and when syncing
+/// document gets a conflict that docsync could not merge (once per conflict), when syncing
 /// stops on this device for a reason the person can act on, such as a full disk (once an hour
-/// at most): discreetly, and only what needs them.
+/// at most), and when a saved version cannot be uploaded because its content cannot be read
+/// here (once per version): discreetly, and only what needs them.
 ///
 /// It reads the engine's events on a thread of its own, so a slow or absent notification
 /// server never holds up syncing.
@@ -75,14 +76,16 @@ enum DesktopNotifier {
   /// One notification per new conflict in `batch`, or one for all of them when there are more
   /// than ``mostAtOnce``: a person wants to know, not to dismiss a hundred bubbles.
   static func notifications(for batch: [EngineEvent], mountPoint: String) -> [DesktopNotification] {
-    let failing = batch.compactMap { failingNotification(for: $0, mountPoint: mountPoint) }
+    let failing =
+      batch.compactMap { failingNotification(for: $0, mountPoint: mountPoint) }.suffix(1)
+      + heldBackNotification(for: batch, mountPoint: mountPoint)
     let single = batch.compactMap { notification(for: $0, mountPoint: mountPoint) }
-    guard single.count > mostAtOnce else { return failing.suffix(1) + single }
+    guard single.count > mostAtOnce else { return failing + single }
     let names = batch.compactMap { event -> String? in
       guard case .conflict(let path, _, _, _) = event.kind else { return nil }
       return plain(path.description)
     }
-    return failing.suffix(1) + [
+    return failing + [
       DesktopNotification(
         appName: "docsync", icon: "dialog-warning",
         summary: "Conflicts in \(names.count) documents",
@@ -126,6 +129,39 @@ enum DesktopNotifier {
       appName: "docsync", icon: "dialog-warning",
       summary: "docsync cannot sync \(plain((mountPoint as NSString).lastPathComponent))",
       body: markupEscaped(plain(body)))
+  }
+
+  /// One notification for the versions in `batch` that cannot be uploaded, or none. Each
+  /// is told once (the engine posts it once); the person can act on it: the disk that holds
+  /// docsync's state may be failing, and `docsync sync` tries again.
+  static func heldBackNotification(for batch: [EngineEvent], mountPoint: String)
+    -> [DesktopNotification]
+  {
+    let paths = batch.compactMap { event -> String? in
+      guard case .heldBack(let path) = event.kind else { return nil }
+      return plain(path.description)
+    }
+    guard let first = paths.first else { return [] }
+    let named =
+      paths.count == 1
+      ? first
+      : paths.count <= mostAtOnce
+        ? paths.joined(separator: ", ")
+        : "\(paths.prefix(mostAtOnce).joined(separator: ", ")) and \(paths.count - mostAtOnce) more"
+    let body = """
+      A saved version of \(named) cannot be read on this device (its disk may be failing), and \
+      the file has changed since, so that version cannot be uploaded. The later versions sync \
+      as usual; docsync sync \(mountPoint) tries it again.
+      """
+    let summary =
+      paths.count == 1
+      ? "docsync cannot upload a version of \((first as NSString).lastPathComponent)"
+      : "docsync cannot upload versions of \(paths.count) documents"
+    return [
+      DesktopNotification(
+        appName: "docsync", icon: "dialog-warning", summary: summary,
+        body: markupEscaped(plain(body)))
+    ]
   }
 
   /// Control characters (names come from other devices) shown as `?`.

@@ -7,8 +7,8 @@ struct EventReport: Codable {
   var sequence: UInt64
   var time: String
   var mountPoint: String
-  /// `conflict`, `resolved`, `merged`, `offline`, `online`, `failing`, `recovered`, `refused`
-  /// or `transfer`.
+  /// `conflict`, `resolved`, `merged`, `offline`, `online`, `failing`, `recovered`,
+  /// `heldBack`, `refused` or `transfer`.
   var event: String
   var path: String?
   /// conflict: the names of the new conflict versions under `.versions/<path>/`.
@@ -70,6 +70,9 @@ struct EventReport: Codable {
     case .recovered(let since):
       self.event = "recovered"
       failingSince = isoTime(since)
+    case .heldBack(let path):
+      self.event = "heldBack"
+      self.path = path.description
     case .refused(let version, let path, let device, let reason):
       self.event = "refused"
       self.version = version
@@ -124,6 +127,10 @@ struct EventReport: Codable {
       what = "cannot sync: \(reason); trying again"
     case "recovered":
       what = "syncing again (failing since \(failingSince ?? "?"))"
+    case "heldBack":
+      what =
+        "cannot upload: a saved version of \(path) cannot be read here, and the file has "
+        + "changed since; docsync sync tries it again"
     case "refused":
       what = "refused: version \(version ?? "") of \(path) from \(device): \(reason)"
     case "transfer":

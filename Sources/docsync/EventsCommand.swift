@@ -8,8 +8,8 @@ import Synchronization
 struct EventsCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "events",
-    abstract: "Print conflicts, resolutions, merges, going offline and back, refused records "
-      + "and finished transfers as they happen.")
+    abstract: "Print conflicts, resolutions, merges, going offline and back, versions that "
+      + "cannot be uploaded, refused records and finished transfers as they happen.")
 
   @Argument(help: "The mount point (default: every docsync mount of this user).")
   var mountPoint: String?

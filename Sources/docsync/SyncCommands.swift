@@ -262,7 +262,7 @@ struct StatusCommand: ParsableCommand {
         // An earlier version whose content is gone here; the file's later versions synced.
         lines.append(
           "  cannot upload: \(heldBack.count) (a saved version's content cannot be read here and "
-            + "the file has changed since; tried again at the next start, see the log)")
+            + "the file has changed since; docsync sync tries it again, see the log)")
         for path in heldBack { lines.append("    \(path)") }
       }
     }

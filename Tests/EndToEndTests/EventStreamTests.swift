@@ -85,6 +85,62 @@ struct EventStreamTests {
     }
   }
 
+  @Test(
+    """
+    A saved version whose content cannot be read here, with the file changed since, is \
+    streamed as heldBack and notified once; docsync sync tries it again and uploads it once it \
+    reads again
+    """,
+    .needs("dbus-daemon", "dbus-monitor", "sha256sum"), .docsyncOnly)
+  func aVersionHeldBackIsHeard() throws {
+    let bus = try SessionBusDaemon()
+    try Library.with { library in
+      let a = try library.device(
+        "laptop", environment: ["DBUS_SESSION_BUS_ADDRESS": bus.address])
+      let stream = try BackgroundProcess([
+        try MountFixture.docsyncBinary(), "events", a.mountPoint, "--json", "--after", "0",
+      ])
+      try a.sync()
+      try a.pause()
+      // Recorded once quiet, while paused: its blob is made, not uploaded.
+      let text = "the only copy of this draft\n"
+      try write(a.path("draft.md"), text)
+      let base = (a.state as NSString).deletingLastPathComponent
+      let copy = base + "/draft-copy"
+      try write(copy, text)
+      let hex = String(try check(["sha256sum", copy]).stdout.prefix(64))
+      let blob = "\(a.state)/blobs/\(hex.prefix(2))/\(hex)"
+      let deadline = ContinuousClock.now + .seconds(10)
+      while access(blob, F_OK) != 0 && ContinuousClock.now < deadline { usleep(20_000) }
+      // Unreadable, as on a bad sector: its name leads to a folder, which opens and cannot
+      // be read. Then the file changes, so nothing else holds that content.
+      let folder = base + "/unreadable"
+      #expect(mkdir(folder, 0o755) == 0)
+      #expect(rename(blob, blob + ".aside") == 0 && symlink(folder, blob) == 0)
+      try write(a.path("draft.md"), "the next draft\n")
+      usleep(300_000)
+      try a.resume()
+      for _ in 0..<2 {
+        let result = try a.trySync(timeout: 20)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("cannot upload draft.md"), "\(result)")
+      }
+      try stream.waitForOutput("\"event\":\"heldBack\"", timeout: .seconds(5))
+      let call = try bus.waitForCall(
+        "Notify", containing: ["cannot upload a version of draft.md", a.mountPoint])
+      #expect(call.contains("docsync sync \(a.mountPoint)"), "\(call)")
+      #expect((try a.status()).heldBack == ["draft.md"])
+
+      // The disk reads again: the next sync uploads it.
+      #expect(unlink(blob) == 0 && rename(blob + ".aside", blob) == 0)
+      try a.sync()
+      #expect((try a.status()).heldBack == nil)
+      let told = objects(stream).filter { $0["event"] as? String == "heldBack" }
+      #expect(told.count == 1 && told.first?["path"] as? String == "draft.md", "\(told)")
+      #expect(bus.calls("Notify").filter { $0.contains("cannot upload") }.count == 1)
+    }
+  }
+
   @Test("events names a mount point that is not a docsync mount in one line", .docsyncOnly)
   func eventsOfNoMount() throws {
     let result = try run([try MountFixture.docsyncBinary(), "events", "/"])

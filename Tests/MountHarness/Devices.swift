@@ -21,6 +21,8 @@ public struct DeviceStatus: Decodable, Sendable {
   public var conflicts: [Conflict]
   /// Paths and conflict versions whose content is not here yet, and why.
   public var waiting: [Waiting]?
+  /// Paths with a version that cannot be uploaded (its content cannot be read here).
+  public var heldBack: [String]?
 
   public struct Waiting: Decodable, Sendable, Equatable {
     public var path: String

@@ -91,6 +91,41 @@ struct UnreadableBlobTests {
     await b.stop()
   }
 
+  @Test func aVersionHeldBackIsToldOnceAndUploadsWhenItReadsAgainAtTheNextSync() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    try await a.sync()
+    let mark = a.engine.events.latest
+    a.engine.pause()
+    let text = "the only copy of this draft\n"
+    let blob = try await recordWithUnreadableBlob(a, "draft.md", text, library: library)
+    try a.write("draft.md", "the next draft\n")
+    try await Task.sleep(for: .milliseconds(300))
+    a.engine.resume()
+    func heldBack() -> [EngineEvent.Kind] {
+      a.engine.events.events(after: mark).map(\.kind).filter {
+        if case .heldBack = $0 { true } else { false }
+      }
+    }
+    for _ in 0..<2 {
+      await #expect(throws: SyncError.self) {
+        try await a.engine.synchronize(timeout: .seconds(20))
+      }
+    }
+    // Tried at each sync, told once.
+    #expect(heldBack() == [.heldBack(path: DocumentPath("draft.md"))])
+    #expect(a.engine.status().heldBack == [DocumentPath("draft.md")])
+
+    // The disk reads again: the next sync asked for uploads the held-back version.
+    #expect(unlink(blob) == 0)
+    try Data(text.utf8).write(to: URL(fileURLWithPath: blob))
+    try await a.engine.synchronize(timeout: .seconds(20))
+    let status = a.engine.status()
+    #expect(status.heldBack.isEmpty && status.pendingUploads == 0, "\(status)")
+    #expect(heldBack().count == 1)
+    await a.stop()
+  }
+
   @Test func oneNeededForAnotherDevicesChangeIsFetchedAgain() async throws {
     let library = Library()
     let a = try library.device("a")
