@@ -68,7 +68,7 @@ actor PasswordSafeConnector {
     do {
       let connection = try await PostgresConnection.connect(
         configuration: probe, id: 0, logger: Connections.logger)
-      try? await connection.close()
+      closeInBackground(connection)
     } catch let error as PSQLError
       where error.code == .server && error.serverInfo?[.sqlState] == "28P01"
     {

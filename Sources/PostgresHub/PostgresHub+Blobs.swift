@@ -15,7 +15,7 @@ extension PostgresHub {
     try await withConnection { connection -> Void in
       // Uploads abandoned a day ago or more by a device that lost its connection (the
       // discard below needs the connection that just failed), every few minutes.
-      if uploadSweepIsDue() {
+      if self.uploadSweepIsDue() {
         try await connection.query("SELECT docsync.sweep_uploads()", logger: Connections.logger)
       }
       try await connection.query(

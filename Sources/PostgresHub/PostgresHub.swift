@@ -91,11 +91,18 @@ public final class PostgresHub: Hub {
   }
 
   func withConnection<T: Sendable>(
-    _ body: @Sendable (PostgresConnection) async throws -> T
+    _ body: @escaping @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
     let connection = try await connections.take()
+    let location = location.description
     do {
-      let value = try await body(connection)
+      // A connection the server closed can leave postgres-nio's answer pending for good.
+      let value = try await WatchedWork.run(
+        cannotFinish: { connection.isClosed },
+        failure: {
+          HubError.unreachable("\(location): the server closed the connection before it answered")
+        }
+      ) { try await body(connection) }
       await connections.giveBack(connection)
       return value
     } catch {
@@ -105,7 +112,7 @@ public final class PostgresHub: Hub {
       if case .server = (error as? PSQLError)?.code, !connection.isClosed {
         await connections.giveBack(connection)
       } else {
-        try? await connection.close()
+        closeInBackground(connection)
       }
       throw hubError
     }
@@ -113,7 +120,7 @@ public final class PostgresHub: Hub {
 
   /// Runs `body` in a transaction, rolled back when it throws.
   func withTransaction<T: Sendable>(
-    _ body: @Sendable (PostgresConnection) async throws -> T
+    _ body: @escaping @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
     try await withConnection { connection in
       try await connection.query("BEGIN", logger: Connections.logger)
@@ -164,7 +171,7 @@ actor Connections {
       do {
         try await Migrations.run(on: connection)
       } catch {
-        try? await connection.close()
+        closeInBackground(connection)
         throw HubError(postgres: error, location: description)
       }
       migrated = true
@@ -174,11 +181,11 @@ actor Connections {
       do {
         account = try await PostgresHub.account(connection)
       } catch {
-        try? await connection.close()
+        closeInBackground(connection)
         throw HubError(postgres: error, location: description)
       }
       guard account != nil else {
-        try? await connection.close()
+        closeInBackground(connection)
         throw HubError.noAccount(role: role)
       }
       hasAccount = true
@@ -188,7 +195,7 @@ actor Connections {
 
   func giveBack(_ connection: PostgresConnection) async {
     if closed || idle.count >= 4 {
-      try? await connection.close()
+      closeInBackground(connection)
     } else {
       idle.append(connection)
     }
@@ -202,7 +209,7 @@ actor Connections {
 
   func closeAll() async {
     closed = true
-    for connection in idle { try? await connection.close() }
+    for connection in idle { closeInBackground(connection) }
     idle = []
   }
 
@@ -210,6 +217,12 @@ actor Connections {
     nextID += 1
     return try await connector.connect(id: nextID)
   }
+}
+
+/// Closes a connection without waiting for it to close: one the server has closed already may
+/// never finish closing in postgres-nio, and nothing here needs to wait.
+func closeInBackground(_ connection: PostgresConnection) {
+  Task { try? await connection.close() }
 }
 
 extension HubError {
