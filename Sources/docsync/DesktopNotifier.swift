@@ -76,16 +76,17 @@ enum DesktopNotifier {
   /// One notification per new conflict in `batch`, or one for all of them when there are more
   /// than ``mostAtOnce``: a person wants to know, not to dismiss a hundred bubbles.
   static func notifications(for batch: [EngineEvent], mountPoint: String) -> [DesktopNotification] {
-    let failing =
+    // What the person can act on here: the latest reason syncing fails, versions held back.
+    let warnings =
       batch.compactMap { failingNotification(for: $0, mountPoint: mountPoint) }.suffix(1)
       + heldBackNotification(for: batch, mountPoint: mountPoint)
     let single = batch.compactMap { notification(for: $0, mountPoint: mountPoint) }
-    guard single.count > mostAtOnce else { return failing + single }
+    guard single.count > mostAtOnce else { return warnings + single }
     let names = batch.compactMap { event -> String? in
       guard case .conflict(let path, _, _, _) = event.kind else { return nil }
       return plain(path.description)
     }
-    return failing + [
+    return warnings + [
       DesktopNotification(
         appName: "docsync", icon: "dialog-warning",
         summary: "Conflicts in \(names.count) documents",
