@@ -33,6 +33,19 @@ struct UnreadableBlobTests {
     return blob
   }
 
+  /// Saves draft.md on `device` while its uploads wait, makes that save's blob unreadable, and
+  /// saves it again, so that nothing here holds the first save's content; then lets the device
+  /// upload. Returns the blob's path.
+  private func holdBackDraft(_ device: Device, library: Library) async throws -> String {
+    device.engine.pause()
+    let text = "the only copy of this draft\n"
+    let blob = try await recordWithUnreadableBlob(device, "draft.md", text, library: library)
+    try device.write("draft.md", "the next draft\n")
+    try await Task.sleep(for: .milliseconds(300))
+    device.engine.resume()
+    return blob
+  }
+
   @Test func aWorkingFileThatHoldsTheContentMakesItAgain() async throws {
     let library = Library()
     let a = try library.device("a")
@@ -59,13 +72,7 @@ struct UnreadableBlobTests {
     let a = try library.device("a")
     let b = try library.device("b")
     try await a.sync()
-    a.engine.pause()
-    let text = "the only copy of this draft\n"
-    let blob = try await recordWithUnreadableBlob(a, "draft.md", text, library: library)
-    // Edited again before it uploads: nothing else holds the recorded content.
-    try a.write("draft.md", "the next draft\n")
-    try await Task.sleep(for: .milliseconds(300))
-    a.engine.resume()
+    let blob = try await holdBackDraft(a, library: library)
     let failure = await #expect(throws: SyncError.self) {
       try await a.engine.synchronize(timeout: .seconds(20))
     }
@@ -80,7 +87,7 @@ struct UnreadableBlobTests {
       if !arrived { try await Task.sleep(for: .milliseconds(20)) }
     }
     #expect(arrived, "other.md did not reach b while draft.md's content could not be read")
-    // What could not be read is not deleted: it may read again at the next start.
+    // What could not be read is not deleted: it may read again at the next sync or start.
     var info = stat()
     #expect(lstat(blob, &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
     // The status names it, and does not call the device busy uploading it.
@@ -96,12 +103,7 @@ struct UnreadableBlobTests {
     let a = try library.device("a")
     try await a.sync()
     let mark = a.engine.events.latest
-    a.engine.pause()
-    let text = "the only copy of this draft\n"
-    let blob = try await recordWithUnreadableBlob(a, "draft.md", text, library: library)
-    try a.write("draft.md", "the next draft\n")
-    try await Task.sleep(for: .milliseconds(300))
-    a.engine.resume()
+    let blob = try await holdBackDraft(a, library: library)
     func heldBack() -> [EngineEvent.Kind] {
       a.engine.events.events(after: mark).map(\.kind).filter {
         if case .heldBack = $0 { true } else { false }
@@ -118,7 +120,7 @@ struct UnreadableBlobTests {
 
     // The disk reads again: the next sync asked for uploads the held-back version.
     #expect(unlink(blob) == 0)
-    try Data(text.utf8).write(to: URL(fileURLWithPath: blob))
+    try Data("the only copy of this draft\n".utf8).write(to: URL(fileURLWithPath: blob))
     try await a.engine.synchronize(timeout: .seconds(20))
     let status = a.engine.status()
     #expect(status.heldBack.isEmpty && status.pendingUploads == 0, "\(status)")
