@@ -144,7 +144,8 @@ extension PostgresHub {
   }
 
   private func hasRecords(after seq: Int64) async throws(HubError) -> Bool {
-    try await withConnection { connection in
+    // The look an idle device makes every second: the first to find a dead connection.
+    try await withConnection(answerWithin: answerWithin / 4) { connection in
       let rows = try await connection.query(
         """
         SELECT EXISTS (SELECT 1 FROM docsync.records

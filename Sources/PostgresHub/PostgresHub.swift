@@ -34,8 +34,17 @@ public final class PostgresHub: Hub {
   /// notification: a notification sent while the listening connection was down is lost.
   static let pollInterval = Duration.seconds(1)
 
+  /// The longest one statement may take to answer before the server counts as unreachable.
+  /// Every statement moves a bounded amount (a chunk of 1 MiB, a page of records), so this
+  /// only cuts off a server that stopped answering, or a connection that a change of network
+  /// left dead without a word: TCP itself gives up on those after a quarter of an hour.
+  let answerWithin: Duration
+
   /// Parses `location` and prepares the connection settings; connects on first use.
-  public init(location: String) throws(HubError) {
+  /// `answerWithin` is the longest a statement may take (see ``answerWithin``); an idle look
+  /// for changes waits for at most a quarter of it.
+  public init(location: String, answerWithin: Duration = .seconds(120)) throws(HubError) {
+    self.answerWithin = answerWithin
     self.location = try PostgresLocation(parsing: location)
     configuration = try self.location.connectionConfiguration()
     connections = Connections(
@@ -90,17 +99,26 @@ public final class PostgresHub: Hub {
     return found
   }
 
+  /// Runs `body` on a connection of the pool. An answer that does not come within `limit`
+  /// (``answerWithin`` when nil), or that cannot come because the server closed the
+  /// connection, ends in ``HubError/unreachable(_:)``: postgres-nio itself would wait for good
+  /// in the one case and until TCP gives up in the other.
   func withConnection<T: Sendable>(
+    answerWithin limit: Duration? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
     let connection = try await connections.take()
     let location = location.description
+    let limit = limit ?? answerWithin
+    let deadline = MonotonicTimer.deadline(after: limit)
     do {
-      // A connection the server closed can leave postgres-nio's answer pending for good.
       let value = try await WatchedWork.run(
-        cannotFinish: { connection.isClosed },
+        cannotFinish: { connection.isClosed || MonotonicTimer.now() >= deadline },
         failure: {
-          HubError.unreachable("\(location): the server closed the connection before it answered")
+          HubError.unreachable(
+            connection.isClosed
+              ? "\(location): the server closed the connection before it answered"
+              : "\(location): no answer within \(limit)")
         }
       ) { try await body(connection) }
       await connections.giveBack(connection)

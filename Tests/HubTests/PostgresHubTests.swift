@@ -41,6 +41,42 @@ struct PostgresHubTests {
     #expect(after == [early, late])
   }
 
+  /// A server that stops answering (here a lock holds every statement back; a network change
+  /// that leaves the connection dead looks the same from here) is unreachable once the hub's
+  /// limit has passed, and an idle device's look for changes gives up sooner; the hub answers
+  /// again on a new connection once the server does.
+  @Test(.timeLimit(.minutes(1)))
+  func aServerThatStopsAnsweringIsUnreachableWithinTheLimit() async throws {
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    let hub = try PostgresHub(location: url, answerWithin: .seconds(4))
+    // Connected, with the schema and the account checked: what waits below is the statement.
+    _ = try await hub.records(after: .start, limit: 1)
+    try await PostgresTestCluster.withAdminConnection(database: database) { admin in
+      try await admin.query("BEGIN", logger: PostgresTestCluster.logger)
+      try await admin.query(
+        "LOCK TABLE docsync.records IN ACCESS EXCLUSIVE MODE", logger: PostgresTestCluster.logger)
+      var start = ContinuousClock.now
+      let error = await #expect(throws: HubError.self) {
+        _ = try await hub.records(after: .start, limit: 10)
+      }
+      #expect(ContinuousClock.now - start >= .seconds(4))
+      guard case .unreachable(let reason) = error else {
+        Issue.record("\(String(describing: error))")
+        return
+      }
+      #expect(reason.contains("no answer within 4"), "\(reason)")
+
+      start = ContinuousClock.now
+      await #expect(throws: HubError.self) {
+        _ = try await hub.waitForChanges(after: .start, timeout: .seconds(30))
+      }
+      #expect(ContinuousClock.now - start < .seconds(30))
+      try await admin.query("ROLLBACK", logger: PostgresTestCluster.logger)
+    }
+    let page = try await hub.records(after: .start, limit: 10)
+    #expect(page.records.isEmpty)
+  }
+
   /// Several hubs (each its own server sessions) and several psql processes append at once while
   /// a reader pages through: every record is seen exactly once.
   @Test func concurrentAppendersNeitherLoseNorDuplicate() async throws {
