@@ -101,8 +101,8 @@ public final class PostgresHub: Hub {
 
   /// Runs `body` on a connection of the pool. An answer that does not come within `limit`
   /// (``answerWithin`` when nil), or that cannot come because the server closed the
-  /// connection, ends in ``HubError/unreachable(_:)``: postgres-nio itself would wait for good
-  /// in the one case and until TCP gives up in the other.
+  /// connection, ends in ``HubError/unreachable(_:)``: postgres-nio itself would wait until
+  /// TCP gives up in the one case, and was seen to wait for good in the other.
   func withConnection<T: Sendable>(
     answerWithin limit: Duration? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> T
