@@ -23,6 +23,8 @@ let package = Package(
       pkgConfig: "fuse3",
       providers: [.apt(["libfuse3-dev"])]
     ),
+    .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+    .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
     // The I/O hooks that let libfuse 3.14 use FUSE passthrough, which it predates.
     .target(name: "CFuseIO", dependencies: ["CFuse"]),
     .target(
@@ -35,6 +37,11 @@ let package = Package(
     .target(
       name: "DocumentModel",
       dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+      swiftSettings: strict
+    ),
+    .target(
+      name: "ContentModel",
+      dependencies: ["DocumentModel", "CSodium", "CZstd"],
       swiftSettings: strict
     ),
     .target(
@@ -125,6 +132,12 @@ let package = Package(
       swiftSettings: strict
     ),
     .executableTarget(
+      name: "bench-content",
+      dependencies: ["ContentModel", .product(name: "Crypto", package: "swift-crypto")],
+      path: "Tools/BenchContent",
+      swiftSettings: strict
+    ),
+    .executableTarget(
       name: "library-generator",
       dependencies: ["DocumentModel", "Hub", "LocalStore", "SyncEngine"],
       path: "Tools/LibraryGenerator",
@@ -137,6 +150,7 @@ let package = Package(
       swiftSettings: strict
     ),
     .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
+    .testTarget(name: "ContentModelTests", dependencies: ["ContentModel"], swiftSettings: strict),
     .testTarget(
       name: "HubTests",
       dependencies: [

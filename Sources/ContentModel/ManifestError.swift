@@ -1,0 +1,18 @@
+/// Why bytes that claim to be a manifest node, a content reference or a stored object are
+/// refused: they come from another device or a hub, and are checked before anything uses them.
+public enum ManifestError: Error, Sendable, Hashable, CustomStringConvertible {
+  case truncated
+  case unknownFormat(UInt8)
+  case malformed(String)
+  case tooLarge(Int)
+
+  public var description: String {
+    switch self {
+    case .truncated: "a content manifest ends early"
+    case .unknownFormat(let format):
+      "a content object has format \(format), which this docsync does not know (upgrade it)"
+    case .malformed(let reason): "a content manifest is malformed: \(reason)"
+    case .tooLarge(let size): "a content object would expand to \(size) bytes or more"
+    }
+  }
+}
