@@ -55,6 +55,7 @@ let package = Package(
     .target(
       name: "Hub",
       dependencies: [
+        "CSodium",
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
       ],

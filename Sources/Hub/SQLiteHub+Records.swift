@@ -29,7 +29,11 @@ extension SQLiteHub {
         for hash in record.blobs {
           let present =
             try Bool.fetchOne(
-              db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?)",
+              db,
+              sql: """
+                SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)
+                  OR EXISTS (SELECT 1 FROM objects WHERE id = ?1)
+                """,
               arguments: [Data(hash)]) ?? false
           guard present else { throw HubError.missingBlob(hash) }
         }

@@ -22,6 +22,7 @@ extension SQLiteHub {
   /// wanted back leaves that list too (see `dropUnnamed`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
+    let cutoff = Int64(Date().timeIntervalSince1970) - objectGrace
     let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {
@@ -37,7 +38,9 @@ extension SQLiteHub {
         try db.execute(
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 0)", arguments: [Data(id)])
       }
-      return try Self.dropUnnamed(hashes, db)
+      let dropped = try Self.dropUnnamed(hashes, db)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff)
+      return dropped
     }
     try await removeBlobFiles(dropped)
     try await reclaimSpace()
@@ -48,6 +51,7 @@ extension SQLiteHub {
   /// the records forgotten, in one transaction (a wanted blob leaves that list, as in `prune`).
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
+    let cutoff = Int64(Date().timeIntervalSince1970) - objectGrace
     let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {
@@ -63,7 +67,9 @@ extension SQLiteHub {
         try db.execute(
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 1)", arguments: [Data(id)])
       }
-      return try Self.dropUnnamed(hashes, db)
+      let dropped = try Self.dropUnnamed(hashes, db)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff)
+      return dropped
     }
     try await removeBlobFiles(dropped)
     try await reclaimSpace()

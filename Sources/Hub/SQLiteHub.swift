@@ -59,11 +59,17 @@ public final class SQLiteHub: Hub {
   /// hub location pointing at some other application's database is refused, not migrated.
   static let applicationID: Int32 = 0x6473_6862  // "dshb"
 
-  /// Opens the hub at `path`, creating the file and its parent folders when missing.
+  /// Seconds that a content object stays after its last put or presence check although no
+  /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
+  let objectGrace: Int64
+
+  /// Opens the hub at `path`, creating the file and its parent folders when missing;
+  /// `objectGrace` as for ``ObjectStore`` (tests shorten it).
   ///
   /// Throws ``HubError/invalidLocation(_:)`` when the path is a folder, cannot be created or
   /// opened, is not a SQLite database, or is some other application's database.
-  public init(path: String) throws(HubError) {
+  public init(path: String, objectGrace: Int64 = 86_400) throws(HubError) {
+    self.objectGrace = objectGrace
     let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
     self.path = absolute
     let files = FileManager.default
@@ -256,6 +262,7 @@ public final class SQLiteHub: Hub {
       // has no chunks. Blobs stored before keep their chunks (0).
       try db.execute(sql: "ALTER TABLE blobs ADD COLUMN file INTEGER NOT NULL DEFAULT 0")
     }
+    registerObjectsMigration(&migrator)
     return migrator
   }
 

@@ -1,0 +1,190 @@
+import CSodium
+import Foundation
+import GRDB
+
+// Content objects in the hub file. Each is small (a chunk of at most 256 KiB, framed), so its
+// bytes are one row, unlike a blob, which is written in chunks across transactions: a batch of
+// objects is one short transaction, and a device's upload is many such batches.
+
+extension SQLiteHub: ObjectStore {
+  /// The schema step that stores content objects. Released steps are never edited.
+  static func registerObjectsMigration(_ migrator: inout DatabaseMigrator) {
+    migrator.registerMigration("v5 content objects") { db in
+      try db.execute(
+        sql: """
+          -- Content objects by the device's id, which the hub cannot check (it may be keyed);
+          -- "check" is the hub's own BLAKE2b-128 of the stored bytes, to find its own damage.
+          -- refs: the ids a node names, 32 bytes each, end to end; NULL for a chunk. touched:
+          -- unix seconds of the last put or presence check (the grace of ObjectStore). About
+          -- 110 bytes of metadata an object with its index, and 32 more in its parent's refs.
+          CREATE TABLE objects (
+            id BLOB NOT NULL UNIQUE,
+            data BLOB NOT NULL,
+            "check" BLOB NOT NULL,
+            refs BLOB,
+            touched INTEGER NOT NULL
+          );
+          -- Objects dropped as damaged, for a device that has them to put again.
+          CREATE TABLE wanted_objects (
+            id BLOB PRIMARY KEY,
+            since REAL NOT NULL
+          ) WITHOUT ROWID;
+          """)
+    }
+  }
+
+  public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
+    guard !ids.isEmpty else { return [] }
+    try Self.checkIDs(ids)
+    let now = Int64(Date().timeIntervalSince1970)
+    return try await write { db in
+      var missing: [[UInt8]] = []
+      for id in ids {
+        try db.execute(
+          sql: "UPDATE objects SET touched = ? WHERE id = ?", arguments: [now, Data(id)])
+        if db.changesCount == 0 { missing.append(id) }
+      }
+      return missing
+    }
+  }
+
+  public func putObjects(_ objects: [HubObject]) async throws(HubError) {
+    guard !objects.isEmpty else { return }
+    for object in objects {
+      try Self.checkIDs([object.id] + object.references)
+      guard object.data.count <= HubObject.maximumSize else {
+        throw .integrity("an object of \(object.data.count) bytes, larger than any can be")
+      }
+      guard object.references.count <= HubObject.maximumReferences else {
+        throw .integrity("an object naming \(object.references.count) others")
+      }
+    }
+    let now = Int64(Date().timeIntervalSince1970)
+    let rows = objects.map { object in
+      (
+        id: Data(object.id), data: Data(object.data), check: Data(Self.check(object.data)),
+        refs: object.references.isEmpty ? nil : Data(object.references.joined())
+      )
+    }
+    try await write { db in
+      for row in rows {
+        try db.execute(
+          sql: "UPDATE objects SET touched = ? WHERE id = ?", arguments: [now, row.id])
+        if db.changesCount > 0 { continue }
+        if let refs = row.refs {
+          for offset in stride(from: 0, to: refs.count, by: 32) {
+            let child = refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)]
+            let present =
+              try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?)",
+                arguments: [Data(child)]) ?? false
+            guard present else { throw HubError.missingBlob(Array(child)) }
+          }
+        }
+        try db.execute(
+          sql: """
+            INSERT INTO objects (id, data, "check", refs, touched) VALUES (?, ?, ?, ?, ?)
+            """, arguments: [row.id, row.data, row.check, row.refs, now])
+        try db.execute(sql: "DELETE FROM wanted_objects WHERE id = ?", arguments: [row.id])
+      }
+    }
+  }
+
+  public func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
+    guard !ids.isEmpty else { return [:] }
+    try Self.checkIDs(ids)
+    let stored = try await read { db in
+      var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
+      for id in ids {
+        if let row = try Row.fetchOne(
+          db, sql: #"SELECT data, "check" FROM objects WHERE id = ?"#, arguments: [Data(id)])
+        {
+          found.append((id, Array(row["data"] as Data), Array(row["check"] as Data)))
+        }
+      }
+      return found
+    }
+    var result: [[UInt8]: [UInt8]] = [:]
+    var damaged: [(id: [UInt8], check: [UInt8])] = []
+    for object in stored {
+      if Self.check(object.data) == object.check {
+        result[object.id] = object.data
+      } else {
+        damaged.append((object.id, object.check))
+      }
+    }
+    if !damaged.isEmpty {
+      try await write { [damaged] db in
+        for object in damaged {
+          // Another process may have put a good copy since the read: drop only the one judged.
+          guard
+            let row = try Row.fetchOne(
+              db, sql: #"SELECT data, "check" FROM objects WHERE id = ?"#,
+              arguments: [Data(object.id)]),
+            Self.check(Array(row["data"] as Data)) != Array(row["check"] as Data)
+          else { continue }
+          try db.execute(sql: "DELETE FROM objects WHERE id = ?", arguments: [Data(object.id)])
+          try db.execute(
+            sql: "INSERT OR IGNORE INTO wanted_objects (id, since) VALUES (?, ?)",
+            arguments: [Data(object.id), Date().timeIntervalSince1970])
+        }
+      }
+    }
+    return result
+  }
+
+  public func wantedObjects() async throws(HubError) -> [[UInt8]] {
+    try await read { db in
+      try Data.fetchAll(db, sql: "SELECT id FROM wanted_objects ORDER BY id").map { Array($0) }
+    }
+  }
+
+  /// Deletes the objects that no record reaches and that are older than the grace period:
+  /// marks from every id that records name, through the nodes' references, then sweeps. In the
+  /// transaction of a prune or a forget, after it dropped what the records named. Memory: the
+  /// nodes' references and the set of reached ids (about 100 bytes per reached object).
+  static func sweepObjects(_ db: Database, touchedBefore cutoff: Int64) throws -> Int {
+    var references: [Data: Data] = [:]
+    let nodes = try Row.fetchCursor(db, sql: "SELECT id, refs FROM objects WHERE refs IS NOT NULL")
+    while let row = try nodes.next() { references[row["id"]] = row["refs"] }
+    var reached: Set<Data> = []
+    var pending = try Data.fetchAll(db, sql: "SELECT DISTINCT hash FROM record_blobs")
+    while let id = pending.popLast() {
+      guard reached.insert(id).inserted, let refs = references[id] else { continue }
+      for offset in stride(from: 0, to: refs.count, by: 32) {
+        pending.append(Data(refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)]))
+      }
+    }
+    var doomed: [Int64] = []
+    let old = try Row.fetchCursor(
+      db, sql: "SELECT rowid, id FROM objects WHERE touched < ?", arguments: [cutoff])
+    while let row = try old.next() {
+      if !reached.contains(row["id"] as Data) { doomed.append(row["rowid"]) }
+    }
+    for start in stride(from: 0, to: doomed.count, by: 500) {
+      let batch = doomed[start..<min(start + 500, doomed.count)]
+      try db.execute(
+        sql: "DELETE FROM objects WHERE rowid IN (\(batch.map { _ in "?" }.joined(separator: ",")))",
+        arguments: StatementArguments(Array(batch)))
+    }
+    return doomed.count
+  }
+
+  /// sodium_init picks the fastest BLAKE2b this processor runs; once per process.
+  private static let sodiumReady = sodium_init() >= 0
+
+  static func checkIDs(_ ids: [[UInt8]]) throws(HubError) {
+    if let bad = ids.first(where: { $0.count != 32 }) {
+      throw .failed("an object id of \(bad.count) bytes, not 32")
+    }
+  }
+
+  /// BLAKE2b-128 of stored bytes: finds damage to the hub's own copy at about twice SHA-256's
+  /// speed here. The device checks the object against its id, which only it can compute.
+  static func check(_ bytes: [UInt8]) -> [UInt8] {
+    precondition(sodiumReady)
+    var out = [UInt8](repeating: 0, count: 16)
+    _ = crypto_generichash_blake2b(&out, 16, bytes, UInt64(bytes.count), nil, 0)
+    return out
+  }
+}
