@@ -77,6 +77,7 @@ let package = Package(
         .embedInCode("Migrations/v0006_released_blobs_not_wanted.sql"),
         .embedInCode("Migrations/v0007_row_checks_use_indexes.sql"),
         .embedInCode("Migrations/v0008_upload_sweep_uses_an_index.sql"),
+        .embedInCode("Migrations/v0009_content_objects.sql"),
       ],
       swiftSettings: strict
     ),

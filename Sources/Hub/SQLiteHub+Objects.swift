@@ -164,7 +164,8 @@ extension SQLiteHub: ObjectStore {
     for start in stride(from: 0, to: doomed.count, by: 500) {
       let batch = doomed[start..<min(start + 500, doomed.count)]
       try db.execute(
-        sql: "DELETE FROM objects WHERE rowid IN (\(batch.map { _ in "?" }.joined(separator: ",")))",
+        sql:
+          "DELETE FROM objects WHERE rowid IN (\(batch.map { _ in "?" }.joined(separator: ",")))",
         arguments: StatementArguments(Array(batch)))
     }
     return doomed.count

@@ -22,7 +22,7 @@ extension SQLiteHub {
   /// wanted back leaves that list too (see `dropUnnamed`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    let cutoff = Int64(Date().timeIntervalSince1970) - objectGrace
+    let cutoff = Int64(Date().timeIntervalSince1970) - Self.objectGrace
     let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {
@@ -51,7 +51,7 @@ extension SQLiteHub {
   /// the records forgotten, in one transaction (a wanted blob leaves that list, as in `prune`).
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    let cutoff = Int64(Date().timeIntervalSince1970) - objectGrace
+    let cutoff = Int64(Date().timeIntervalSince1970) - Self.objectGrace
     let dropped = try await write { db in
       var hashes: Set<Data> = []
       for id in ids {

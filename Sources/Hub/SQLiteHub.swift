@@ -61,15 +61,13 @@ public final class SQLiteHub: Hub {
 
   /// Seconds that a content object stays after its last put or presence check although no
   /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
-  let objectGrace: Int64
+  static let objectGrace: Int64 = 86_400
 
-  /// Opens the hub at `path`, creating the file and its parent folders when missing;
-  /// `objectGrace` as for ``ObjectStore`` (tests shorten it).
+  /// Opens the hub at `path`, creating the file and its parent folders when missing.
   ///
   /// Throws ``HubError/invalidLocation(_:)`` when the path is a folder, cannot be created or
   /// opened, is not a SQLite database, or is some other application's database.
-  public init(path: String, objectGrace: Int64 = 86_400) throws(HubError) {
-    self.objectGrace = objectGrace
+  public init(path: String) throws(HubError) {
     let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
     self.path = absolute
     let files = FileManager.default

@@ -17,10 +17,11 @@ enum Migrations {
     (6, "v0006_released_blobs_not_wanted", PackageResources.v0006_released_blobs_not_wanted_sql),
     (7, "v0007_row_checks_use_indexes", PackageResources.v0007_row_checks_use_indexes_sql),
     (8, "v0008_upload_sweep_uses_an_index", PackageResources.v0008_upload_sweep_uses_an_index_sql),
+    (9, "v0009_content_objects", PackageResources.v0009_content_objects_sql),
   ]
 
   /// The last step a device needs to work correctly. Later steps only make a hub faster (step 8
-  /// adds an index), so a device whose role may not apply them keeps working on a hub an
+  /// adds an index) or add what devices do not use yet (step 9's content objects), so a device whose role may not apply them keeps working on a hub an
   /// administrator has not upgraded yet, rather than refusing to sync until someone does.
   static let required = 7
 

@@ -40,7 +40,12 @@ extension PostgresHub {
       guard !fresh.isEmpty else { return }
       let named = Set(fresh.flatMap(\.blobs))
       if !named.isEmpty {
-        let found = try await Self.storedHashes(named.map { ByteBuffer(bytes: $0) }, connection)
+        // A record names a blob, or the root object of content in chunks (ObjectStore).
+        let keys = named.map { ByteBuffer(bytes: $0) }
+        var found = try await Self.storedHashes(keys, connection)
+        if found.count < named.count {
+          found.formUnion(try await Self.storedObjectIDs(keys, connection))
+        }
         for record in fresh {
           if let missing = record.blobs.first(where: { !found.contains($0) }) {
             throw HubError.missingBlob(missing)

@@ -1,14 +1,17 @@
+import DocumentModel
 import Foundation
 import Hub
 import Testing
 
 /// What an object-store check gets: hubs of one kind, opened on one fresh library.
 struct ObjectStoreFixture: Sendable {
-  /// A handle with the usual grace period: a day.
+  /// A fresh library's hub.
   let hub: any Hub & ObjectStore
-  /// A handle on the same library whose grace period is over at once, so that a prune through
-  /// it sweeps every object no record reaches.
-  let withoutGrace: @Sendable () throws -> any Hub & ObjectStore
+  /// A second, independent handle on the same library, as another device would have.
+  let openAnother: @Sendable () throws -> any Hub & ObjectStore
+  /// Moves every stored object's last put or presence check two days back, behind the hub's
+  /// back, so that a prune finds each past its grace period.
+  let ageObjects: @Sendable () async throws -> Void
   /// Damages the stored bytes of an object behind the hub's back, as a failing disk would.
   let corruptObject: @Sendable (_ id: [UInt8]) async throws -> Void
 }
@@ -40,6 +43,26 @@ enum ObjectStoreConformance {
       data: [0] + children.flatMap(\.id), references: children.map(\.id))
   }
 
+  /// Two versions of one document, the second the child of the first, made an hour ago so that
+  /// retention lets the first go: each names one object as its content.
+  static func versionPair(_ first: [UInt8], _ second: [UInt8]) -> (HubRecord, HubRecord) {
+    let start = UInt64(Date().timeIntervalSince1970 * 1000) - 3_600_000
+    let one = VersionRecord(
+      path: DocumentPath("big.img"),
+      content: .file(hash: ContentHash(of: first), size: 1, executable: false), parents: [],
+      modified: HLCTimestamp(wallMilliseconds: start), deviceID: DeviceID(high: 0, low: 1),
+      deviceName: "laptop")
+    let two = VersionRecord(
+      path: DocumentPath("big.img"),
+      content: .file(hash: ContentHash(of: second), size: 1, executable: false), parents: [one.id],
+      modified: HLCTimestamp(wallMilliseconds: start + 1000), deviceID: DeviceID(high: 0, low: 1),
+      deviceName: "laptop")
+    return (
+      HubRecord(id: one.id.bytes, payload: one.encoded, blobs: [first]),
+      HubRecord(id: two.id.bytes, payload: two.encoded, blobs: [second])
+    )
+  }
+
   static func roundTrip(_ fixture: ObjectStoreFixture) async throws {
     let hub = fixture.hub
     let (a, b) = (chunk("a"), chunk("b"))
@@ -50,7 +73,7 @@ enum ObjectStoreConformance {
     #expect(try await hub.missingObjects(ids).isEmpty)
     // A second put is harmless, and another handle sees the same objects.
     try await hub.putObjects([a, root])
-    let read = try await fixture.withoutGrace().objects(ids + [chunk("never put").id])
+    let read = try await fixture.openAnother().objects(ids + [chunk("never put").id])
     #expect(read == [a.id: a.data, b.id: b.data, root.id: root.data])
     #expect(try await hub.missingObjects([chunk("c").id, a.id]) == [chunk("c").id])
   }
@@ -74,7 +97,8 @@ enum ObjectStoreConformance {
     }
     await #expect(throws: HubError.self) {
       try await hub.putObjects([
-        HubObject(id: chunk("big").id, data: [UInt8](repeating: 7, count: HubObject.maximumSize + 1))
+        HubObject(
+          id: chunk("big").id, data: [UInt8](repeating: 7, count: HubObject.maximumSize + 1))
       ])
     }
     await #expect(throws: HubError.self) { try await hub.missingObjects([[0]]) }
@@ -93,19 +117,22 @@ enum ObjectStoreConformance {
   }
 
   static func pruneSweeps(_ fixture: ObjectStoreFixture) async throws {
-    let hub = try fixture.withoutGrace()
+    let hub = fixture.hub
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
     let (a, b, c) = (chunk("a"), chunk("b"), chunk("c"))
     let first = node("first", [a, b])
     let second = node("second", [a, c])
     let lone = chunk("a small file")
-    try await hub.putObjects([a, b, c, first, second, lone])
-    let v1 = makeRecord("v1", blobs: [first.id])
-    let v2 = makeRecord("v2", blobs: [second.id])
+    let unnamed = chunk("put, never named")
+    try await hub.putObjects([a, b, c, first, second, lone, unnamed])
+    let (v1, v2) = versionPair(first.id, second.id)
     let small = makeRecord("small", blobs: [lone.id])
     try await hub.append([v1, v2, small])
+    try await fixture.ageObjects()
     try await hub.prune(records: [v1.id])
     // The first version's tree and its own chunk go; the chunk it shares with the second stays.
-    #expect(try await hub.missingObjects([first.id, b.id]) == [first.id, b.id])
+    #expect(
+      try await hub.missingObjects([first.id, b.id, unnamed.id]) == [first.id, b.id, unnamed.id])
     #expect(try await hub.missingObjects([second.id, a.id, c.id, lone.id]).isEmpty)
     let read = try await hub.objects([second.id, a.id, c.id])
     #expect(read.count == 3)
@@ -113,27 +140,35 @@ enum ObjectStoreConformance {
 
   static func uploadSurvivesPrune(_ fixture: ObjectStoreFixture) async throws {
     let hub = fixture.hub
-    let old = node("old", [chunk("old")])
-    try await hub.putObjects([chunk("old"), old])
-    let v1 = makeRecord("v1", blobs: [old.id])
-    try await hub.append([v1])
-    // A device uploads the objects of its next version; before its record commits, another
-    // prunes. Within the grace period nothing of the upload goes, and the record then commits.
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    let old = node("old", [chunk("old"), chunk("gone")])
+    let kept = chunk("kept")
+    try await hub.putObjects([chunk("old"), chunk("gone"), old, kept])
+    let (v1, v2) = versionPair(old.id, kept.id)
+    try await hub.append([v1, v2])
+    try await fixture.ageObjects()
+    // A device uploads the objects of its next version; one chunk it has already (the hub
+    // says so, which makes it recent again), one it puts. Before its record commits, another
+    // device prunes: nothing of the upload goes, and the record then commits.
+    #expect(try await hub.missingObjects([chunk("old").id, chunk("new").id]) == [chunk("new").id])
     let fresh = node("fresh", [chunk("old"), chunk("new")])
     try await hub.putObjects([chunk("new"), fresh])
-    try await hub.prune(records: [v1.id])
+    try await fixture.openAnother().prune(records: [v1.id])
+    #expect(
+      try await hub.missingObjects([old.id, chunk("gone").id]) == [old.id, chunk("gone").id])
     #expect(try await hub.missingObjects([fresh.id, chunk("new").id, chunk("old").id]).isEmpty)
-    try await hub.append([makeRecord("v2", blobs: [fresh.id])])
+    try await hub.append([makeRecord("v3", blobs: [fresh.id])])
   }
 
   static func forgetSweeps(_ fixture: ObjectStoreFixture) async throws {
-    let hub = try fixture.withoutGrace()
+    let hub = fixture.hub
     let (a, b) = (chunk("a"), chunk("b"))
     let tree = node("tree", [a, b])
     try await hub.putObjects([a, b, tree])
     let document = makeRecord("document", blobs: [tree.id])
     let other = makeRecord("other", blobs: [b.id])
     try await hub.append([document, other])
+    try await fixture.ageObjects()
     try await hub.forget(records: [document.id])
     #expect(try await hub.missingObjects([tree.id, a.id, b.id]) == [tree.id, a.id])
   }

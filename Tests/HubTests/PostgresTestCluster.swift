@@ -189,3 +189,35 @@ struct PostgresHubConformanceTests {
     try await check.run(fixture)
   }
 }
+
+@Suite("PostgresHub content objects", .enabled(if: PostgresTestCluster.isEnabled))
+struct PostgresObjectStoreTests {
+  @Test(arguments: ObjectStoreConformance.checks.map(\.name))
+  func check(_ name: String) async throws {
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    let fixture = ObjectStoreFixture(
+      hub: try PostgresHub(location: url),
+      openAnother: { try PostgresHub(location: url) },
+      ageObjects: {
+        try await PostgresTestCluster.withAdminConnection(database: database) {
+          connection -> Void in
+          try await connection.query(
+            "UPDATE docsync.objects SET touched = touched - interval '2 days'",
+            logger: PostgresTestCluster.logger)
+        }
+      },
+      corruptObject: { id in
+        // Raw SQL as the superuser, from outside the hub, as a damaged disk would.
+        try await PostgresTestCluster.withAdminConnection(database: database) {
+          connection -> Void in
+          try await connection.query(
+            """
+            UPDATE docsync.objects SET data = set_byte(data, 1, get_byte(data, 1) # 255)
+            WHERE id = \(ByteBuffer(bytes: id))
+            """, logger: PostgresTestCluster.logger)
+        }
+      })
+    let check = try #require(ObjectStoreConformance.checks.first { $0.name == name })
+    try await check.run(fixture)
+  }
+}

@@ -1,0 +1,138 @@
+import Crypto
+import Hub
+import PostgresNIO
+
+// Content objects on PostgreSQL go through the SECURITY DEFINER functions of
+// Migrations/v0009_content_objects.sql: a device reads its account's objects under row-level
+// security and writes none of them directly, so it can neither damage a stored object nor
+// remove one; the functions check what they store and keep the hub's own check of each.
+extension PostgresHub: ObjectStore {
+  public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
+    guard !ids.isEmpty else { return [] }
+    try Self.checkObjectIDs(ids)
+    return try await withConnection { connection in
+      let rows = try await connection.query(
+        "SELECT docsync.missing_objects(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])",
+        logger: Connections.logger)
+      var missing: [[UInt8]] = []
+      for try await id in rows.decode(ByteBuffer.self) {
+        missing.append(Array(id.readableBytesView))
+      }
+      return missing
+    }
+  }
+
+  public func putObjects(_ objects: [HubObject]) async throws(HubError) {
+    guard !objects.isEmpty else { return }
+    for object in objects {
+      try Self.checkObjectIDs([object.id] + object.references)
+      guard object.data.count <= HubObject.maximumSize else {
+        throw .integrity("an object of \(object.data.count) bytes, larger than any can be")
+      }
+      guard object.references.count <= HubObject.maximumReferences else {
+        throw .integrity("an object naming \(object.references.count) others")
+      }
+    }
+    let references = Set(objects.flatMap(\.references))
+    try await withTransaction { connection in
+      // Children first: the function refuses a node whose child is absent too, but only here
+      // can the refusal name the child, as the protocol says.
+      if !references.isEmpty {
+        let stored = try await Self.storedObjectIDs(
+          references.map { ByteBuffer(bytes: $0) }, connection)
+        var earlier: Set<[UInt8]> = []
+        for object in objects {
+          if let absent = object.references.first(where: {
+            !stored.contains($0) && !earlier.contains($0)
+          }) {
+            throw HubError.missingBlob(absent)
+          }
+          earlier.insert(object.id)
+        }
+      }
+      let rows = try await connection.query(
+        """
+        SELECT docsync.put_objects(\(objects.map { ByteBuffer(bytes: $0.id) })::bytea[],
+          \(objects.map { ByteBuffer(bytes: $0.data) })::bytea[],
+          \(objects.map { ByteBuffer(bytes: $0.references.joined()) })::bytea[])
+        """, logger: Connections.logger)
+      for try await _ in rows {}
+    }
+  }
+
+  public func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
+    guard !ids.isEmpty else { return [:] }
+    try Self.checkObjectIDs(ids)
+    let stored = try await withConnection { connection in
+      let rows = try await connection.query(
+        """
+        SELECT id, data, "check" FROM docsync.objects
+        WHERE account = docsync.current_account()
+          AND id = ANY(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])
+        """, logger: Connections.logger)
+      var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
+      for try await (id, data, check) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+        found.append(
+          (
+            Array(id.readableBytesView), Array(data.readableBytesView),
+            Array(check.readableBytesView)
+          ))
+      }
+      return found
+    }
+    var result: [[UInt8]: [UInt8]] = [:]
+    var damaged: [[UInt8]] = []
+    for object in stored {
+      // The stored bytes against the hub's own check: what arrived damaged, whether on the
+      // server's disk or on the way, is left out and reported.
+      if Array(SHA256.hash(data: object.data)) == object.check {
+        result[object.id] = object.data
+      } else {
+        damaged.append(object.id)
+      }
+    }
+    for id in damaged {
+      try await withConnection { connection in
+        let rows = try await connection.query(
+          "SELECT docsync.report_damaged_object(\(ByteBuffer(bytes: id)))",
+          logger: Connections.logger)
+        for try await _ in rows {}
+      }
+    }
+    return result
+  }
+
+  public func wantedObjects() async throws(HubError) -> [[UInt8]] {
+    try await withConnection { connection in
+      let rows = try await connection.query(
+        """
+        SELECT id FROM docsync.wanted_objects WHERE account = docsync.current_account()
+        ORDER BY id
+        """, logger: Connections.logger)
+      var wanted: [[UInt8]] = []
+      for try await id in rows.decode(ByteBuffer.self) {
+        wanted.append(Array(id.readableBytesView))
+      }
+      return wanted
+    }
+  }
+
+  static func storedObjectIDs(_ ids: [ByteBuffer], _ connection: PostgresConnection) async throws
+    -> Set<[UInt8]>
+  {
+    let rows = try await connection.query(
+      """
+      SELECT id FROM docsync.objects
+      WHERE account = docsync.current_account() AND id = ANY(\(ids)::bytea[])
+      """, logger: Connections.logger)
+    var found: Set<[UInt8]> = []
+    for try await id in rows.decode(ByteBuffer.self) { found.insert(Array(id.readableBytesView)) }
+    return found
+  }
+
+  static func checkObjectIDs(_ ids: [[UInt8]]) throws(HubError) {
+    if let bad = ids.first(where: { $0.count != 32 }) {
+      throw .failed("an object id of \(bad.count) bytes, not 32")
+    }
+  }
+}
