@@ -140,6 +140,12 @@ let package = Package(
       swiftSettings: strict
     ),
     .executableTarget(
+      name: "bench-objects",
+      dependencies: ["Hub", .product(name: "GRDB", package: "GRDB.swift")],
+      path: "Tools/BenchObjects",
+      swiftSettings: strict
+    ),
+    .executableTarget(
       name: "library-generator",
       dependencies: ["DocumentModel", "Hub", "LocalStore", "SyncEngine"],
       path: "Tools/LibraryGenerator",
