@@ -5,6 +5,9 @@ public enum ManifestError: Error, Sendable, Hashable, CustomStringConvertible {
   case unknownFormat(UInt8)
   case malformed(String)
   case tooLarge(Int)
+  /// An object whose bytes do not hash to the id it was asked for (damaged, swapped or forged),
+  /// or that is not what its parent says (another height, another size).
+  case doesNotMatch(ObjectID, String)
 
   public var description: String {
     switch self {
@@ -13,6 +16,7 @@ public enum ManifestError: Error, Sendable, Hashable, CustomStringConvertible {
       "a content object has format \(format), which this docsync does not know (upgrade it)"
     case .malformed(let reason): "a content manifest is malformed: \(reason)"
     case .tooLarge(let size): "a content object would expand to \(size) bytes or more"
+    case .doesNotMatch(let id, let reason): "content object \(id.hex) refused: \(reason)"
     }
   }
 }
