@@ -200,6 +200,7 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.flush(
       inode: inode, handle: handle(info), context: request.context)
+    request.box.backingFiles.invalidateAttributesIfPassedThrough(inode: inode, handle: handle(info))
     request.reply(result)
   }
   ops.release = { req, inode, info in
@@ -214,6 +215,14 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.fsync(
       inode: inode, handle: handle(info), dataOnly: dataOnly != 0, context: request.context)
+    request.box.backingFiles.invalidateAttributesIfPassedThrough(inode: inode, handle: handle(info))
+    request.reply(result)
+  }
+  ops.fallocate = { req, inode, mode, offset, length, info in
+    let request = Request(req!)
+    let result = request.fileSystem.allocate(
+      inode: inode, handle: handle(info), mode: mode, offset: Int64(offset),
+      length: Int64(length), context: request.context)
     request.reply(result)
   }
   ops.opendir = { req, inode, info in
