@@ -1,4 +1,3 @@
-import CFuse
 import CFuseIO
 import Glibc
 import Synchronization
@@ -61,20 +60,6 @@ final class BackingFiles: Sendable {
       state.byInode[inode] = backing
       return backing.id
     }
-  }
-
-  /// Drops the kernel's cached attributes of `inode` when `handle` passes through. Writes
-  /// through a shared mapping of a passed-through file change the backing file (its mtime and
-  /// ctime, stamped at the first write fault) with no request and no update of the FUSE
-  /// inode's attributes, which the kernel keeps for a day; `msync` (an FSYNC) and `close`
-  /// (a FLUSH) are where docsync hears of such a change. Negative offset: attributes only,
-  /// which a request handler may ask (see `KernelNotifier.invalidateAttributes`).
-  func invalidateAttributesIfPassedThrough(inode: UInt64, handle: UInt64) {
-    let session = state.withLock { state -> UInt? in
-      state.byInode[inode]?.handles.contains(handle) == true ? state.session : nil
-    }
-    guard let session, let pointer = OpaquePointer(bitPattern: session) else { return }
-    _ = fuse_lowlevel_notify_inval_inode(pointer, inode, -1, 0)
   }
 
   /// The open under `handle` is gone (released, or its reply never reached the kernel).

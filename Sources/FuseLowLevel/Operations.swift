@@ -200,7 +200,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.flush(
       inode: inode, handle: handle(info), context: request.context)
-    request.box.backingFiles.invalidateAttributesIfPassedThrough(inode: inode, handle: handle(info))
     request.reply(result)
   }
   ops.release = { req, inode, info in
@@ -215,7 +214,6 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
     let request = Request(req!)
     let result = request.fileSystem.fsync(
       inode: inode, handle: handle(info), dataOnly: dataOnly != 0, context: request.context)
-    request.box.backingFiles.invalidateAttributesIfPassedThrough(inode: inode, handle: handle(info))
     request.reply(result)
   }
   ops.fallocate = { req, inode, mode, offset, length, info in

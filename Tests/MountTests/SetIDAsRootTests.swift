@@ -64,7 +64,7 @@ struct SetIDAsRootTests {
       let cases: [(mode_t, mode_t)] = [
         (0o4777, 0o777), (0o2777, 0o777), (0o6777, 0o777),
         // Setgid without group execute is no set-ID bit (mandatory locking): kept.
-        (0o2767, 0o2767), (0o6767, 0o2767), (0o4755, 0o755),
+        (0o2767, 0o2767), (0o6767, 0o2767), (0o4766, 0o766),
       ]
       for (index, (before, after)) in cases.enumerated() {
         let file = m.path("open/w\(index)")
