@@ -222,6 +222,10 @@ extension DocumentFileSystem {
     parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], options: RenameOptions,
     caller: Caller
   ) throws(Errno) {
+    // RENAME_WHITEOUT (an overlay's upper layer) and any later flag: refused as Linux does for
+    // a flag a file system does not carry out, rather than done as a plain rename that
+    // leaves no whiteout behind.
+    if !RenameOptions.supported.isSuperset(of: options) { throw .invalidArgument }
     if Self.isVirtual(newParent) { throw .readOnlyFileSystem }
     if Self.isVirtual(parent) {
       if options.contains(.exchange) { throw .readOnlyFileSystem }
@@ -344,7 +348,13 @@ extension DocumentFileSystem {
       try requireVirtual(AccessCheck.read, inode, caller)
     }
     return try lock.withLock { () throws(Errno) -> UInt64 in
-      if !Self.isVirtual(inode) { try require(AccessCheck.read, directory(inode), caller) }
+      // An open folder lives on after rmdir or a rename over it, as an open file does: its
+      // `fstat` still answers (with no links), whatever lookups the kernel gives back.
+      if !Self.isVirtual(inode) {
+        let folder = try directory(inode)
+        try require(AccessCheck.read, folder, caller)
+        folder.openCount += 1
+      }
       let handle = nextDirectoryHandle
       nextDirectoryHandle += 1
       directoryHandles[handle] = DirectoryHandle(inode: inode)
@@ -412,7 +422,13 @@ extension DocumentFileSystem {
 
   /// releasedir.
   public func releaseDirectory(handle: UInt64) {
-    lock.withLock { directoryHandles[handle] = nil }
+    lock.withLock {
+      guard let released = directoryHandles.removeValue(forKey: handle),
+        !Self.isVirtual(released.inode), let folder = nodes[released.inode]
+      else { return }
+      folder.openCount -= 1
+      reapIfUnused(folder)
+    }
   }
 
   /// fsyncdir: the folder's entries are in the store's queue and journal; make them durable.

@@ -6,6 +6,12 @@ import SystemPackage
 public struct OpenFile: Sendable {
   public var handle: UInt64
   public var descriptor: Int32
+  /// Opened for writing while setuid, or setgid with group execute, was set: a write by a
+  /// caller without CAP_FSETID must clear them, so the writes must reach the file system
+  /// (``DocumentFileSystem/clearSetID(handle:)``) rather than go to the working file unseen.
+  public var writesMayClearSetID = false
+  /// The open stamped the file's atime (relatime), so a kernel's cached attributes are stale.
+  public var stampedAccessTime = false
 }
 
 extension DocumentFileSystem {
@@ -61,7 +67,11 @@ extension DocumentFileSystem {
       node.writers += 1
       openFiles[UInt64(fd)] = (node.inode, true)
       store.writerOpened()
-      return (try attributes(node, descriptor: fd), OpenFile(handle: UInt64(fd), descriptor: fd))
+      let setID = Self.clearingSetID(node.mode) != node.mode
+      return (
+        try attributes(node, descriptor: fd),
+        OpenFile(handle: UInt64(fd), descriptor: fd, writesMayClearSetID: setID)
+      )
     }
   }
 
@@ -71,7 +81,7 @@ extension DocumentFileSystem {
       try requireVirtual(Self.accessWanted(openFlags: flags) & AccessCheck.read, inode, caller)
       return try virtualOpen(inode, flags: flags)
     }
-    return try lock.withLock { () throws(Errno) -> OpenFile in
+    var file = try lock.withLock { () throws(Errno) -> OpenFile in
       let node = try node(inode)
       if node.isDirectory { throw .isDirectory }
       guard node.isRegular else {
@@ -88,7 +98,60 @@ extension DocumentFileSystem {
         store.writerOpened()
       }
       openFiles[UInt64(fd)] = (inode, writable)
-      return OpenFile(handle: UInt64(fd), descriptor: fd)
+      return OpenFile(
+        handle: UInt64(fd), descriptor: fd,
+        writesMayClearSetID: writable && Self.clearingSetID(node.mode) != node.mode)
+    }
+    if flags & O_ACCMODE != O_WRONLY {
+      file.stampedAccessTime = Self.stampAccessTime(file.descriptor)
+    }
+    return file
+  }
+
+  /// Whether relatime (the kernel's `relatime_need_update`) moves an atime at a read: when it
+  /// is not later than the mtime or the ctime, or a day old.
+  public static func accessTimeDue(access: Int64, modification: Int64, change: Int64, now: Int64)
+    -> Bool
+  {
+    access <= modification || access <= change
+      || now.subtractingReportingOverflow(access)
+        .partialValue >= 86_400_000_000_000
+  }
+
+  /// Lets the working file's disk stamp its atime for an open that reads, where relatime says
+  /// a read moves it; returns whether it moved. At the open, because the kernel serves the
+  /// reads of a cached file from its page cache (keep_cache) without asking docsync, and a
+  /// FUSE inode's atime is never the kernel's to change (S_NOATIME). Reading one byte moves
+  /// the atime as a program's read would, without the ctime that utimensat would change.
+  /// Outside the tree lock: the byte may have to come from the disk.
+  static func stampAccessTime(_ fd: Int32) -> Bool {
+    var before = stat()
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    guard fstat(fd, &before) == 0,
+      accessTimeDue(
+        access: nanoseconds(before.st_atim), modification: nanoseconds(before.st_mtim),
+        change: nanoseconds(before.st_ctim), now: nanoseconds(now))
+    else { return false }
+    var byte: UInt8 = 0
+    _ = pread(fd, &byte, 1, 0)
+    var after = stat()
+    guard fstat(fd, &after) == 0 else { return false }
+    return after.st_atim.tv_sec != before.st_atim.tv_sec
+      || after.st_atim.tv_nsec != before.st_atim.tv_nsec
+  }
+
+  /// fallocate on an open file, carried out on its working file: space reserved with mode 0 or
+  /// KEEP_SIZE (databases, torrent clients, VM images, `fallocate(1)`), and PUNCH_HOLE or
+  /// ZERO_RANGE, which change the content as a write of zeros does. What the disk under the
+  /// state folder cannot do it refuses (EOPNOTSUPP). Outside the tree lock, as a write.
+  public func allocate(handle: UInt64, mode: Int32, offset: Int64, length: Int64) throws(Errno) {
+    guard let (_, writable) = lock.withLock({ openFiles[handle] }), writable else {
+      throw .badFileDescriptor
+    }
+    engine?.changeLog.touch()
+    guard LinuxCalls.fallocate(descriptor(handle: handle), mode, offset, length) == 0 else {
+      throw Errno(rawValue: errno)
     }
   }
 

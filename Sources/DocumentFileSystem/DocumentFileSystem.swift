@@ -1,3 +1,4 @@
+import DocumentModel
 import Glibc
 import LocalStore
 import SyncEngine
@@ -9,6 +10,12 @@ public struct AttributeUpdate: Sendable {
   public enum Time: Sendable {
     case now
     case nanoseconds(Int64)
+
+    /// A `timespec`'s fields, clamped to the range docsync keeps and syncs
+    /// (``EpochNanoseconds``) rather than overflowing.
+    public static func clamped(seconds: Int64, nanoseconds: Int64) -> Time {
+      .nanoseconds(EpochNanoseconds.clamped(seconds: seconds, nanoseconds: nanoseconds))
+    }
   }
 
   public var mode: UInt32?
@@ -45,6 +52,8 @@ public struct RenameOptions: OptionSet, Sendable {
   public init(rawValue: UInt32) { self.rawValue = rawValue }
   public static let noReplace = RenameOptions(rawValue: 1)
   public static let exchange = RenameOptions(rawValue: 2)
+  /// The flags docsync carries out; rename refuses any other with EINVAL.
+  public static let supported: RenameOptions = [.noReplace, .exchange]
 }
 
 /// An entry of a folder listing; `attributes` is filled when the listing asked for them.
@@ -117,6 +126,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
     self.descriptorCeiling =
       descriptorCeiling ?? Self.descriptorCeiling(forLimit: Self.openFileLimit())
     self.creationMask = (creationMask ?? Self.processUmask()) & 0o777
+    FileClock.adopt(directory: store.workingFiles)
     // The rows come one at a time and become nodes at once: a large tree's rows are never all
     // in memory beside its nodes.
     var loaded: [UInt64: Node] = [:]
@@ -367,7 +377,10 @@ public final class DocumentFileSystem: @unchecked Sendable {
     result.st_uid = node.uid
     result.st_gid = node.gid
     result.st_rdev = UInt(node.rdev)
-    result.st_nlink = UInt(node.isDirectory ? 2 + node.subdirectories : node.linkCount)
+    // A removed folder (rmdir, or replaced by a rename while open) has no links, "." included,
+    // as on a local disk: `fstat` of it shows 0.
+    result.st_nlink =
+      node.isRemoved ? 0 : UInt(node.isDirectory ? 2 + node.subdirectories : node.linkCount)
     result.st_blksize = 4096
     return result
   }

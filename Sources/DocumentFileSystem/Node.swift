@@ -83,36 +83,30 @@ final class Node {
   }
 }
 
-/// The current time in nanoseconds since the epoch.
-func currentTime() -> Int64 {
-  var now = timespec()
-  clock_gettime(CLOCK_REALTIME, &now)
-  return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-}
+/// The current time in nanoseconds since the epoch, on the clock that stamps working files.
+func currentTime() -> Int64 { FileClock.now() }
 
 /// The size, blocks and times of a virtual file (a version, a merge view) that shows `size`
 /// bytes saved at `modified`.
 func setVirtualFile(_ attributes: inout stat, size: UInt64, modified: HLCTimestamp) {
   attributes.st_size = Int(size)
   attributes.st_blocks = Int((size + 511) / 512)
-  let time = timespecFrom(nanoseconds: Int64(modified.wallMilliseconds) * 1_000_000)
+  let time = timespecFrom(
+    nanoseconds: EpochNanoseconds.from(wallMilliseconds: modified.wallMilliseconds))
   attributes.st_atim = time
   attributes.st_mtim = time
   attributes.st_ctim = time
 }
 
 func timespecFrom(nanoseconds: Int64) -> timespec {
-  var seconds = nanoseconds / 1_000_000_000
-  var remainder = nanoseconds % 1_000_000_000
-  if remainder < 0 {
-    seconds -= 1
-    remainder += 1_000_000_000
-  }
+  let (seconds, remainder) = EpochNanoseconds.split(nanoseconds)
   return timespec(tv_sec: Int(seconds), tv_nsec: Int(remainder))
 }
 
+/// A working file's time, clamped as every time docsync keeps (``EpochNanoseconds``): the disk
+/// under the state folder may hold times beyond 2262 (ext4 until 2446).
 func nanoseconds(_ time: timespec) -> Int64 {
-  Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+  EpochNanoseconds.clamped(seconds: Int64(time.tv_sec), nanoseconds: Int64(time.tv_nsec))
 }
 
 /// A mutex for the live tree; libfuse calls in from many threads at once.

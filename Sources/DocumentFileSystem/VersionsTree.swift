@@ -212,7 +212,7 @@ extension DocumentFileSystem {
   static func monotonicMilliseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+    return UInt64(clamping: now.tv_sec) &* 1000 &+ UInt64(clamping: now.tv_nsec) / 1_000_000
   }
 
   func virtualListing(_ inode: UInt64) throws(Errno) -> [(

@@ -173,5 +173,34 @@ extension ConformanceSuite {
         [pattern(10_000)[8_999], 1, 2, pattern(10_000)[9_002]], "mmap read after write")
       try c.close(file)
     },
+    ConformanceCheck("fallocate reserves space, keeps the size or punches a hole", "files") { c in
+      let file = try c.open("f", [.readWrite, .create], mode: 0o644)
+      try c.write(file, Array("abc".utf8))
+      let mebibyte: Int64 = 1 << 20
+      try c.step("fallocate 0..1 MiB") {
+        try c.subject.allocate(file, mode: 0, offset: 0, length: mebibyte)
+      }
+      var status = try c.subject.status(of: file)
+      try c.expectEqual(status.size, mebibyte, "size after fallocate")
+      try c.expect(status.blocks * 512 >= mebibyte, "blocks after fallocate: \(status.blocks)")
+      try c.step("fallocate KEEP_SIZE 1..2 MiB") {
+        try c.subject.allocate(
+          file, mode: AllocationMode.keepSize, offset: mebibyte, length: mebibyte)
+      }
+      status = try c.subject.status(of: file)
+      try c.expectEqual(status.size, mebibyte, "size after fallocate KEEP_SIZE")
+      try c.expect(status.blocks * 512 >= 2 * mebibyte, "blocks after KEEP_SIZE: \(status.blocks)")
+      try c.write(file, Array("xyz".utf8), at: mebibyte - 3)
+      try c.step("fallocate PUNCH_HOLE of the first 4 KiB") {
+        try c.subject.allocate(
+          file, mode: AllocationMode.punchHole | AllocationMode.keepSize, offset: 0, length: 4096)
+      }
+      try c.expectEqual(try c.read(file, count: 3), [0, 0, 0], "bytes in the hole")
+      try c.expectEqual(
+        try c.read(file, at: mebibyte - 3, count: 3), Array("xyz".utf8), "bytes after the hole")
+      try c.expectEqual(try c.subject.status(of: file).size, mebibyte, "size after the hole")
+      try c.close(file)
+      try c.expectEqual(try c.stat("f").size, mebibyte, "size after close")
+    },
   ]
 }

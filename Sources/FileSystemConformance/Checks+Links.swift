@@ -92,6 +92,42 @@ extension ConformanceSuite {
       try c.expectEqual(try c.lstat("loop").kind, .blockDevice, "kind of loop")
       try c.expectEqual(try c.lstat("loop").device, loop, "rdev of loop")
     },
+    ConformanceCheck(
+      "ctimes follow the order of the changes, whatever kind of node each one changed", "links"
+    ) { c in
+      // A regular file's ctime and a folder's must come from one clock: on two clocks a link
+      // made after a mkdir showed the earlier ctime (the kernel's coarse clock for files).
+      try c.writeFile("target", "x")
+      var previous = FileTime(seconds: .min, nanoseconds: 0)
+      var previousStep = "start"
+      for round in 0..<40 {
+        let steps: [(String, String, () throws -> Void)] = [
+          ("mkdir d\(round)", "d\(round)", { try c.mkdir("d\(round)") }),
+          (
+            "link l\(round)", "target",
+            { try c.subject.makeHardLink(c.path("l\(round)"), to: c.path("target")) }
+          ),
+          (
+            "symlink s\(round)", "s\(round)",
+            { try c.subject.makeSymbolicLink(c.path("s\(round)"), target: "target") }
+          ),
+          ("create f\(round)", "f\(round)", { try c.writeFile("f\(round)", "y") }),
+          (
+            "rename f\(round) into d\(round)", "d\(round)",
+            { try c.rename("f\(round)", "d\(round)/f") }
+          ),
+        ]
+        for (step, name, body) in steps {
+          try c.step(step, body)
+          let changed = try c.lstat(name).changeTime
+          try c.expect(
+            !(changed < previous),
+            "\(step): ctime \(changed) is earlier than \(previous), of \(previousStep) before it")
+          previous = changed
+          previousStep = step
+        }
+      }
+    },
   ]
 }
 

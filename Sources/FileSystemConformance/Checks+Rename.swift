@@ -128,5 +128,48 @@ extension ConformanceSuite {
       try c.expectNames("", ["x"])
       try c.expectNames("x", ["moved"])
     },
+    ConformanceCheck(
+      "renameat2 with RENAME_WHITEOUT leaves a whiteout or is refused, never a plain rename",
+      "rename"
+    ) { c in
+      try c.writeFile("a", "a")
+      do {
+        try c.subject.rename(c.path("a"), to: c.path("b"), flags: .whiteout)
+      } catch let error as Errno {
+        // EINVAL from a file system without whiteouts (EPERM where a kernel still wants
+        // CAP_MKNOD for them; Linux 5.8 and later let anyone ask).
+        try c.expect(
+          [.invalidArgument, .notPermitted].contains(error), "RENAME_WHITEOUT failed with \(error)")
+        try c.expectContent("a", "a")
+        try c.expectMissing("b")
+        return
+      }
+      // Carried out: the source name now holds a whiteout, a 0:0 character device.
+      try c.expectContent("b", "a")
+      let whiteout = try c.lstat("a")
+      try c.expectEqual(whiteout.kind, .characterDevice, "kind left at the source")
+      try c.expectEqual(whiteout.device, 0, "device number of the whiteout")
+    },
+    ConformanceCheck(
+      "rename of a folder over an empty one held open leaves the replaced one with no links",
+      "rename"
+    ) { c in
+      try c.mkdir("from")
+      try c.writeFile("from/inside", "x")
+      try c.mkdir("over")
+      let held = try c.subject.openDirectory(c.path("over"))
+      defer { try? c.subject.close(held) }
+      try c.expectEqual(try c.subject.status(of: held).linkCount, 2, "links of the empty folder")
+      try c.rename("from", "over")
+      try c.expectEqual(try c.subject.status(of: held).linkCount, 0, "links of the replaced folder")
+      try c.expectEqual(try c.stat("over").linkCount, 2, "links of the moved folder")
+      try c.expectContent("over/inside", "x")
+      // An rmdir'ed folder held open has none either.
+      try c.mkdir("gone")
+      let removed = try c.subject.openDirectory(c.path("gone"))
+      defer { try? c.subject.close(removed) }
+      try c.rmdir("gone")
+      try c.expectEqual(try c.subject.status(of: removed).linkCount, 0, "links after rmdir")
+    },
   ]
 }

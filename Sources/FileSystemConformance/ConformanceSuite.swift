@@ -53,7 +53,7 @@ public struct ConformanceFailure: Error, CustomStringConvertible {
 public enum ConformanceSuite {
   /// All checks, in a stable order.
   public static let checks: [ConformanceCheck] =
-    fileChecks + attributeChecks + directoryChecks + renameChecks + linkChecks
+    fileChecks + attributeChecks + timeChecks + directoryChecks + renameChecks + linkChecks
     + extendedAttributeChecks + nameChecks + lockChecks + versionsChecks + permissionChecks
 
   /// The checks whose requirements `capabilities` meets.

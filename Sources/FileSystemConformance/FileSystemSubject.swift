@@ -23,6 +23,8 @@ public protocol FileSystemSubject: Sendable {
   func status(_ path: String, followSymlinks: Bool) throws -> FileStatus
   /// `fstat` of an open file (which may be unlinked already).
   func status(of file: OpenFile) throws -> FileStatus
+  /// `fstat` of an open directory (which may be removed already).
+  func status(of directory: OpenDirectory) throws -> FileStatus
   /// `chmod`: sets the permission bits (`0o7777`) of `path`, following symlinks.
   func setMode(_ path: String, _ mode: UInt32) throws
   /// `chown`: `nil` leaves the user or group unchanged. Follows symlinks.
@@ -63,6 +65,8 @@ public protocol FileSystemSubject: Sendable {
   /// `pwrite`: returns the number of bytes written. For a file opened with `.append`, the
   /// bytes go to the end of the file whatever `offset` says (as Linux `pwrite` does).
   func write(_ file: OpenFile, _ bytes: [UInt8], at offset: Int64) throws -> Int
+  /// `fallocate` with FALLOC_FL_* `mode` bits (``AllocationMode``).
+  func allocate(_ file: OpenFile, mode: Int32, offset: Int64, length: Int64) throws
   /// `ftruncate`.
   func truncate(_ file: OpenFile, size: Int64) throws
   /// `fsync` (or `fdatasync` when `dataOnly`).
@@ -348,6 +352,8 @@ public struct RenameFlags: OptionSet, Sendable, Hashable {
   public static let noReplace = RenameFlags(rawValue: 1)
   /// `RENAME_EXCHANGE`: swap source and destination atomically (EINVAL if unsupported).
   public static let exchange = RenameFlags(rawValue: 2)
+  /// `RENAME_WHITEOUT`: leave a whiteout (a 0:0 character device) at the source, for overlayfs.
+  public static let whiteout = RenameFlags(rawValue: 4)
 }
 
 /// Flags of `setxattr`.
@@ -387,4 +393,11 @@ public struct FileLock: Sendable, Hashable {
     self.start = start
     self.length = length
   }
+}
+
+/// The FALLOC_FL_* bits of fallocate(2) that reach a FUSE file system.
+public enum AllocationMode {
+  public static let keepSize: Int32 = 0x01
+  public static let punchHole: Int32 = 0x02
+  public static let zeroRange: Int32 = 0x10
 }

@@ -43,6 +43,19 @@ public struct PosixSubject: FileSystemSubject {
     return FileStatus(st)
   }
 
+  public func status(of directory: OpenDirectory) throws -> FileStatus {
+    guard let stream = OpaquePointer(bitPattern: UInt(directory.id)) else {
+      throw Errno.badFileDescriptor
+    }
+    var st = stat()
+    try check(fstat(dirfd(stream), &st))
+    return FileStatus(st)
+  }
+
+  public func allocate(_ file: OpenFile, mode: Int32, offset: Int64, length: Int64) throws {
+    try check(LibC.fallocate(try fd(file), mode, offset, length))
+  }
+
   public func setMode(_ path: String, _ mode: UInt32) throws {
     try withParent(path) { dir, name in try check(fchmodat(dir, name, mode, 0)) }
   }
@@ -432,6 +445,8 @@ enum LibC {
   }
 
   nonisolated(unsafe) static let renameat2 = symbol("renameat2", as: RenameAt2.self)
+  typealias Fallocate = @convention(c) (Int32, Int32, Int64, Int64) -> Int32
+  nonisolated(unsafe) static let fallocate = symbol("fallocate", as: Fallocate.self)
   nonisolated(unsafe) static let getxattr = symbol("getxattr", as: GetXattr.self)
   nonisolated(unsafe) static let setxattr = symbol("setxattr", as: SetXattr.self)
   nonisolated(unsafe) static let listxattr = symbol("listxattr", as: ListXattr.self)

@@ -51,6 +51,17 @@ final class BackingFiles: Sendable {
     }
   }
 
+  /// The backing id of `inode` when it is passed through already, now shared with `handle`;
+  /// nil when it is not.
+  func acquireShared(inode: UInt64, handle: UInt64) -> Int32? {
+    state.withLock { state -> Int32? in
+      guard var backing = state.byInode[inode] else { return nil }
+      backing.handles.insert(handle)
+      state.byInode[inode] = backing
+      return backing.id
+    }
+  }
+
   /// The open under `handle` is gone (released, or its reply never reached the kernel).
   func release(inode: UInt64, handle: UInt64) {
     state.withLock { state in

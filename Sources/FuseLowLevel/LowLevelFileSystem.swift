@@ -66,11 +66,18 @@ public struct OpenReply: Sendable {
   /// passthrough), with no read or write request; used when the session has passthrough on.
   /// Every open of an inode that is open already gets the backing file of the first one.
   public var backingFile: Int32?
+  /// Pass `backingFile` through only when the inode is passed through already (the kernel then
+  /// takes no other kind of open); otherwise serve the open with requests, direct I/O. For
+  /// writes that must reach the file system: a write through passthrough never does, so the
+  /// file system could not clear set-ID bits (FUSE_WRITE_KILL_SUIDGID) on it.
+  public var passesThroughOnlyWhenShared: Bool
 
   public init(
     handle: UInt64, directIO: Bool = false, keepCache: Bool = false, nonSeekable: Bool = false,
-    cacheDirectory: Bool = false, noFlush: Bool = false, backingFile: Int32? = nil
+    cacheDirectory: Bool = false, noFlush: Bool = false, backingFile: Int32? = nil,
+    passesThroughOnlyWhenShared: Bool = false
   ) {
+    self.passesThroughOnlyWhenShared = passesThroughOnlyWhenShared
     self.handle = handle
     self.directIO = directIO
     self.keepCache = keepCache
@@ -199,6 +206,12 @@ public protocol LowLevelFileSystem: AnyObject, Sendable {
   func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool, context: RequestContext) -> Result<
     Void, Errno
   >
+  /// fallocate(2) on an open file: `mode` holds the FALLOC_FL_* bits the kernel passes on
+  /// (KEEP_SIZE, PUNCH_HOLE, ZERO_RANGE; it refuses the others itself).
+  func allocate(
+    inode: UInt64, handle: UInt64, mode: Int32, offset: Int64, length: Int64,
+    context: RequestContext
+  ) -> Result<Void, Errno>
   func openDirectory(inode: UInt64, flags: Int32, context: RequestContext) -> Result<
     OpenReply, Errno
   >
@@ -233,4 +246,15 @@ public protocol LowLevelFileSystem: AnyObject, Sendable {
   ) -> Result<(Entry, OpenReply), Errno>
   /// The session is over (unmounted or exited): flush what is pending.
   func destroy()
+}
+
+extension LowLevelFileSystem {
+  /// A file system that allocates nothing says so: the kernel then answers EOPNOTSUPP to every
+  /// later fallocate without asking (fc->no_fallocate).
+  public func allocate(
+    inode: UInt64, handle: UInt64, mode: Int32, offset: Int64, length: Int64,
+    context: RequestContext
+  ) -> Result<Void, Errno> {
+    .failure(.noFunction)
+  }
 }

@@ -216,6 +216,13 @@ nonisolated func makeOperations() -> fuse_lowlevel_ops {
       inode: inode, handle: handle(info), dataOnly: dataOnly != 0, context: request.context)
     request.reply(result)
   }
+  ops.fallocate = { req, inode, mode, offset, length, info in
+    let request = Request(req!)
+    let result = request.fileSystem.allocate(
+      inode: inode, handle: handle(info), mode: mode, offset: Int64(offset),
+      length: Int64(length), context: request.context)
+    request.reply(result)
+  }
   ops.opendir = { req, inode, info in
     let request = Request(req!)
     let result = request.fileSystem.openDirectory(

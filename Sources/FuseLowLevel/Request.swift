@@ -90,9 +90,9 @@ struct Request: ~Copyable {
     _ result: Result<OpenReply, Errno>, inode: UInt64, info: UnsafeMutablePointer<fuse_file_info>
   ) {
     switch result {
-    case .success(let open):
+    case .success(var open):
+      let backing = backingID(&open, inode: inode)
       setOpenFlags(open, info)
-      let backing = backingID(open, inode: inode)
       if cfuse_io_reply_open(raw, info, backing ?? 0) != 0, backing != nil {
         box.backingFiles.release(inode: inode, handle: open.handle)
       }
@@ -106,10 +106,11 @@ struct Request: ~Copyable {
     created result: Result<(Entry, OpenReply), Errno>, info: UnsafeMutablePointer<fuse_file_info>
   ) {
     switch result {
-    case .success(let (entry, open)):
+    case .success(let (entry, reply)):
+      var open = reply
+      let backing = backingID(&open, inode: UInt64(entry.attributes.st_ino))
       setOpenFlags(open, info)
       var parameter = entryParameter(entry)
-      let backing = backingID(open, inode: UInt64(entry.attributes.st_ino))
       // A reply the kernel did not take (the caller was interrupted) gets no release.
       if cfuse_io_reply_create(raw, &parameter, info, backing ?? 0) != 0, backing != nil {
         box.backingFiles.release(
@@ -121,8 +122,17 @@ struct Request: ~Copyable {
     discard self
   }
 
-  private func backingID(_ open: OpenReply, inode: UInt64) -> Int32? {
+  /// The backing id `open` passes through to, or nil; an open that passes through only when
+  /// shared and is not becomes direct I/O, which the kernel allows beside passthrough opens
+  /// of the inode (fuse_file_io_open) where a cached open would fail them with ETXTBSY.
+  private func backingID(_ open: inout OpenReply, inode: UInt64) -> Int32? {
     guard let descriptor = open.backingFile else { return nil }
+    if open.passesThroughOnlyWhenShared {
+      guard cfuse_io_passthrough_active() != 0 else { return nil }
+      let shared = box.backingFiles.acquireShared(inode: inode, handle: open.handle)
+      if shared == nil { open.directIO = true }
+      return shared
+    }
     return box.backingFiles.acquire(inode: inode, handle: open.handle, descriptor: descriptor)
   }
 

@@ -102,7 +102,8 @@ public final class DocumentMount: LowLevelFileSystem {
       switch change {
       case nil: nil
       case .now: .now
-      case .time(let t): .nanoseconds(Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec))
+      // Any 64-bit second count arrives here (`touch -d 'year 2147483647'`).
+      case .time(let t): .clamped(seconds: Int64(t.tv_sec), nanoseconds: Int64(t.tv_nsec))
       }
     }
     let update = AttributeUpdate(
@@ -205,14 +206,22 @@ public final class DocumentMount: LowLevelFileSystem {
   {
     run { () throws(Errno) in
       let file = try fileSystem.open(inode: inode, flags: flags, caller: caller(context))
+      if file.stampedAccessTime {
+        try? notifier.withLock { $0 }?.invalidateAttributes(inode)
+      }
       // keep_cache is safe while every change to the content goes through this mount: sync
       // renames new content only over a file nobody has open, and then invalidates the inode;
       // an open file is never rewritten (its path gets a new inode). With passthrough
       // the kernel reads and writes the working file itself and keeps no cache of its own.
       // Nothing happens at the close of a reader, so it costs no FLUSH request.
+      // A write to a set-ID file through passthrough would never reach docsync, which clears
+      // the bits (FUSE_HANDLE_KILLPRIV_V2): pjdfstest chmod/12.t kept 04777 after another
+      // user's write. Such an open is served with requests unless the inode is passed through
+      // already.
       return OpenReply(
         handle: file.handle, directIO: Self.writesDirectly(flags), keepCache: true,
-        noFlush: flags & O_ACCMODE == O_RDONLY, backingFile: file.descriptor)
+        noFlush: flags & O_ACCMODE == O_RDONLY, backingFile: file.descriptor,
+        passesThroughOnlyWhenShared: file.writesMayClearSetID)
     }
   }
 
@@ -254,6 +263,15 @@ public final class DocumentMount: LowLevelFileSystem {
     -> Result<Void, Errno>
   {
     run { () throws(Errno) in try fileSystem.synchronize(handle: handle, dataOnly: dataOnly) }
+  }
+
+  public func allocate(
+    inode: UInt64, handle: UInt64, mode: Int32, offset: Int64, length: Int64,
+    context: RequestContext
+  ) -> Result<Void, Errno> {
+    run { () throws(Errno) in
+      try fileSystem.allocate(handle: handle, mode: mode, offset: offset, length: length)
+    }
   }
 
   public func openDirectory(inode: UInt64, flags: Int32, context: RequestContext) -> Result<
@@ -359,7 +377,7 @@ public final class DocumentMount: LowLevelFileSystem {
         entry(attributes),
         OpenReply(
           handle: file.handle, directIO: Self.writesDirectly(flags), keepCache: true,
-          backingFile: file.descriptor)
+          backingFile: file.descriptor, passesThroughOnlyWhenShared: file.writesMayClearSetID)
       )
     }
   }

@@ -175,16 +175,25 @@ public final class ChangeLog: @unchecked Sendable {
   }
 }
 
+/// How docsync opens a working file to read it for itself (hashing, restart checks, serving
+/// content to sync): O_NOATIME (glibc's value; Swift's Glibc module leaves it out), so that
+/// only the programs that read through the mount move its atime. Without it the hash of a
+/// restart scan stamped every atime a program had set with utimensat with the remount's time.
+/// The daemon owns every working file, which O_NOATIME needs.
+let workingFileReadFlags: Int32 = O_RDONLY | O_CLOEXEC | 0o1_000_000
+
 func monotonicMilliseconds() -> UInt64 {
   var now = timespec()
   clock_gettime(CLOCK_MONOTONIC, &now)
-  return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+  return UInt64(clamping: now.tv_sec) &* 1000 &+ UInt64(clamping: now.tv_nsec) / 1_000_000
 }
 
 func wallMilliseconds() -> UInt64 {
   var now = timespec()
   clock_gettime(CLOCK_REALTIME, &now)
-  return UInt64(now.tv_sec) * 1000 + UInt64(now.tv_nsec) / 1_000_000
+  // A clock set before 1970 (a dead battery) reads as the epoch rather than trapping.
+  return EpochNanoseconds.wallMilliseconds(
+    EpochNanoseconds.clamped(seconds: Int64(now.tv_sec), nanoseconds: Int64(now.tv_nsec)))
 }
 
 extension LocalTree {

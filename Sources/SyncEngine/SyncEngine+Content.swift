@@ -60,7 +60,7 @@ extension SyncEngine {
     let find = { self.cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) }
     guard let inode = locked ? find() : withLock(find) else { return nil }
     let file = openat(
-      store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+      store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
     return file >= 0 ? file : nil
   }
 

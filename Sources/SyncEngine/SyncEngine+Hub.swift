@@ -385,7 +385,7 @@ extension SyncEngine {
       }
     }
     for (path, inode) in candidates {
-      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
       guard fd >= 0 else { continue }
       defer { close(fd) }
       // A file written since it was found holds other bytes, and the check below says so.

@@ -111,7 +111,7 @@ extension SyncEngine {
   /// file, or the older content would come back as a new local edit.
   func hashFile(_ job: HashJob, durable: Bool = true) throws(SyncError) -> VersionContent {
     let fd = openat(
-      store.workingFiles, LocalStore.workingFileName(job.inode), O_RDONLY | O_CLOEXEC)
+      store.workingFiles, LocalStore.workingFileName(job.inode), workingFileReadFlags)
     guard fd >= 0 else {
       throw .local("cannot open its working file: \(String(cString: strerror(errno)))")
     }

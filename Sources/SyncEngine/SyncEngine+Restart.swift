@@ -177,7 +177,7 @@ extension SyncEngine {
 
   /// The hash and size of an inode's working file.
   static func hashWorkingFile(_ store: LocalStore, _ inode: UInt64) -> (ContentHash, Int64)? {
-    let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), O_RDONLY | O_CLOEXEC)
+    let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     guard let (size, digest) = try? BlobFile.digest(of: fd, .caller) else { return nil }

@@ -134,6 +134,13 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
     status(try fileSystem.attributes(inode: self.file(file).inode))
   }
 
+  func status(of directory: OpenDirectory) throws -> FileStatus {
+    guard let (inode, _, _) = lock.withLock({ directories[directory.id] }) else {
+      throw Errno.badFileDescriptor
+    }
+    return status(try fileSystem.attributes(inode: inode))
+  }
+
   func setMode(_ path: String, _ mode: UInt32) throws {
     _ = try fileSystem.setAttributes(
       inode: resolve(path), update: AttributeUpdate(mode: mode), caller: requester)
@@ -149,7 +156,8 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
       switch update {
       case .omit: nil
       case .now: .now
-      case .set(let t): .nanoseconds(t.seconds * 1_000_000_000 + t.nanoseconds)
+      // As DocumentMount passes a timespec on: clamped, never an overflow.
+      case .set(let t): .clamped(seconds: t.seconds, nanoseconds: t.nanoseconds)
       }
     }
     _ = try fileSystem.setAttributes(
@@ -291,6 +299,13 @@ final class InProcessSubject: FileSystemSubject, @unchecked Sendable {
     return try bytes.withUnsafeBytes {
       try fileSystem.write(handle: handle, data: $0, offset: position)
     }
+  }
+
+  func allocate(_ file: FileSystemConformance.OpenFile, mode: Int32, offset: Int64, length: Int64)
+    throws
+  {
+    guard let handle = try self.file(file).handle else { throw Errno.badFileDescriptor }
+    try fileSystem.allocate(handle: handle, mode: mode, offset: offset, length: length)
   }
 
   func truncate(_ file: FileSystemConformance.OpenFile, size: Int64) throws {

@@ -157,6 +157,46 @@ struct AllowOtherAsRootTests {
     }
   }
 
+  /// pjdfstest chmod/12.t on an ordinary user's mount (no passthrough): the other user's
+  /// `open O_WRONLY : write : fstat` and the owner's `stat` both show the bits cleared, for
+  /// setuid, setgid and both; setgid without group execute stays; a truncate clears too.
+  @Test(.needs("runuser", "perl", "stat"))
+  func chmod12StyleChecksPassForAnotherUsersWrite() throws {
+    try #require(TestEnvironment.isRoot, "acting as two other users needs root")
+    let owner = TestEnvironment.testUser
+    let writeThenFstat = """
+      use Fcntl;
+      sysopen(my $f, $ARGV[0], $ARGV[1] eq "trunc" ? O_WRONLY | O_TRUNC : O_WRONLY) or die "$!";
+      $ARGV[1] eq "trunc" or syswrite($f, "x") == 1 or die "write: $!";
+      my @s = stat($f);
+      printf "%o\n", $s[2] & 07777;
+      """
+    try Library.with(programs: ["runuser", "sh", "stat", "perl"], hub: .sqlite, user: owner) {
+      library in
+      let a = try library.device("laptop", options: ["--allow-other"])
+      try expectSuccess(a.shell("mkdir open && chmod 0777 open"))
+      let cases: [(String, String)] = [
+        ("4777", "777"), ("2777", "777"), ("6777", "777"), ("2767", "2767"), ("6767", "2767"),
+      ]
+      for how in ["write", "trunc"] {
+        for (before, after) in cases {
+          let name = "open/\(how)-\(before)"
+          try expectSuccess(a.shell("echo x > \(name) && chmod \(before) \(name)"))
+          let file = a.path(name)
+          let fstat = try asOther(["perl", "-e", writeThenFstat, file, how])
+          #expect(fstat.status == 0, "\(fstat)")
+          #expect(
+            fstat.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == after,
+            "\(how) of \(before): fstat shows \(fstat.stdout)")
+          let shown = try runAs(owner, ["stat", "-c", "%a", file])
+          #expect(
+            shown.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == after,
+            "\(how) of \(before): the owner's stat shows \(shown.stdout)")
+        }
+      }
+    }
+  }
+
   enum Access { case read, write }
 
   /// Whether the kernel's mode checks let a user who is neither the owner nor in the group

@@ -91,6 +91,12 @@ struct BrokenReads: FileSystemSubject {
     try base.status(path, followSymlinks: followSymlinks)
   }
   func status(of file: OpenFile) throws -> FileStatus { try base.status(of: file) }
+  func status(of directory: OpenDirectory) throws -> FileStatus {
+    try base.status(of: directory)
+  }
+  func allocate(_ file: OpenFile, mode: Int32, offset: Int64, length: Int64) throws {
+    try base.allocate(file, mode: mode, offset: offset, length: length)
+  }
   func setMode(_ path: String, _ mode: UInt32) throws { try base.setMode(path, mode) }
   func setOwner(_ path: String, user: UInt32?, group: UInt32?) throws {
     try base.setOwner(path, user: user, group: group)
