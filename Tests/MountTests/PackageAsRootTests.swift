@@ -253,6 +253,12 @@ struct PackageAsRootTests {
         "sh", "-c", "echo hello > \"$1/note.txt\" && \"$2\" sync \"$1\"", "sh", folder, binary,
       ])
 
+    // df shows the disk that holds the working files: the state folder's.
+    let sizes = try check(
+      asUser + ["stat", "-f", "-c", "%b %S", folder, home + "/.local/share/docsync"]
+    ).stdout.split(separator: "\n")
+    #expect(sizes.count == 2 && sizes[0] == sizes[1], "\(sizes)")
+
     // systemctl --user stop: SIGTERM to the main process, then ExecStopPost.
     #expect(kill(pid, SIGTERM) == 0)
     let stopped = ContinuousClock.now.advanced(by: .seconds(60))

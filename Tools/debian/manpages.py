@@ -6,9 +6,11 @@ that swift-argument-parser's own generate-manual plugin reads. The pages therefo
 
 Usage: Tools/debian/manpages.py DOCSYNC OUTPUT-FOLDER VERSION DATE
 
-Why not the plugin (`swift package plugin generate-manual`)? It works offline here, but it
-first builds every product of the package in release (benchmarks and test tools included)
-without --static-swift-stdlib, which doubles a packaging run; the JSON is the same.
+Why not the plugin (`swift package plugin generate-manual`)? It works offline here (on
+2026-11-28: 57 s to build its tool, then it builds every product of the package, benchmarks
+and test tools included, in the configuration asked for, without --static-swift-stdlib), and
+it names the pages docsync.mount.1; these are docsync-mount.1, as git's are. The JSON it
+reads is the same.
 """
 
 import json
