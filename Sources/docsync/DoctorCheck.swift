@@ -42,7 +42,7 @@ struct DoctorCheck: Equatable {
   }
 
   /// `/dev/fuse`: every FUSE mount starts by opening it.
-  static func fuseDevice(_ path: String, _ facts: PathFacts) -> DoctorCheck {
+  static func fuseDevice(_ path: String, _ facts: PathFacts, root: Bool = false) -> DoctorCheck {
     guard facts.exists else {
       return .fix("\(path) is missing: as root, modprobe fuse (and apt-get install fuse3)")
     }
@@ -54,6 +54,11 @@ struct DoctorCheck: Equatable {
       return .fix(
         "\(path) is mode \(octal(facts.mode)) (owner \(facts.owner)), so this user cannot open it: "
           + "as root, chmod 0666 \(path) (Debian's udev rules make it 0666)")
+    }
+    if root && facts.mode & 0o006 != 0o006 {
+      return .note(
+        "\(path) is mode \(octal(facts.mode)): root can open it, ordinary users cannot: "
+          + "chmod 0666 \(path) lets them mount (Debian's udev rules make it 0666)")
     }
     return .ok("\(path): mode \(octal(facts.mode)), this user can open it")
   }

@@ -32,7 +32,7 @@ struct DoctorCommand: ParsableCommand {
   func run() throws {
     var checks: [DoctorCheck] = []
     let root = geteuid() == 0
-    checks.append(DoctorCheck.fuseDevice("/dev/fuse", Self.facts("/dev/fuse")))
+    checks.append(DoctorCheck.fuseDevice("/dev/fuse", Self.facts("/dev/fuse"), root: root))
     let candidates: [String] = ["/usr/bin/fusermount3", "/bin/fusermount3"]
     let helper = candidates.first { access($0, X_OK) == 0 }
     checks.append(DoctorCheck.fuseHelper(helper, helper.map(Self.facts), root: root))
