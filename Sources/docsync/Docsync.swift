@@ -5,11 +5,12 @@ struct Docsync: ParsableCommand {
   static let configuration = CommandConfiguration(
     commandName: "docsync",
     abstract: "Mount a folder of documents that stays in sync between your machines.",
+    version: docsyncVersion,
     subcommands: [
       MountCommand.self, UnmountCommand.self, StatusCommand.self, SyncCommand.self,
       VersionsCommand.self, EventsCommand.self, HistoryCommand.self, RetentionCommand.self,
       PruneCommand.self, ForgetCommand.self, PauseCommand.self, ResumeCommand.self,
-      HubCommand.self,
+      HubCommand.self, DoctorCommand.self,
     ]
   )
 }

@@ -71,7 +71,7 @@ public enum TestPostgres {
 
   /// A fresh database and account on Tools/test's cluster: the device hub URL, the variables
   /// that carry its password, and what drops the database afterwards.
-  static func newAccount() throws -> (
+  public static func newAccount() throws -> (
     url: String, environment: [String: String], cleanup: () -> Void
   ) {
     guard let adminURL, let certificateAuthority else {

@@ -6,35 +6,40 @@ import Testing
   import Glibc
 #endif
 
-/// The systemd user unit's own command lines, run as systemd would run them for a user whose
-/// home is a scratch folder: the mount comes up, serves, and a SIGTERM unmounts it cleanly.
+/// The systemd user unit's own command lines, run as systemd would run them (SystemdService:
+/// its environment, quoting and substitutions) for a user whose home is a scratch folder and
+/// who wrote no environment file: the mount comes up at ~/docsync on the default hub, serves,
+/// and a SIGTERM unmounts it cleanly. PackageAsRootTests runs the packaged unit with an
+/// environment file.
 @Suite("Tools/docsync.service", .docsyncOnly)
 struct ServiceUnitTests {
-  @Test(.needs("mkdir"))
+  @Test(.needs("mkdir", "sh"))
   func theUnitsCommandsMountAndStop() throws {
     try MountFixture.withScratch { m throws in
       let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
       let unit = try String(contentsOfFile: "\(root)/Tools/docsync.service", encoding: .utf8)
       let home = m.scratch("home")
-      try FileManager.default.createDirectory(
-        atPath: "\(home)/.local/bin", withIntermediateDirectories: true)
-      try FileManager.default.createSymbolicLink(
-        atPath: "\(home)/.local/bin/docsync", withDestinationPath: try MountFixture.docsyncBinary())
+      try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+      let service = SystemdService(unit: unit, home: home)
+      let variables = try service.environment()
+      #expect(variables == ["DOCSYNC_FOLDER": "\(home)/docsync"])
+      let binary = try MountFixture.docsyncBinary()
       func command(_ key: String) throws -> [String] {
-        let line = try #require(unit.split(separator: "\n").first { $0.hasPrefix(key + "=") })
-        return line.dropFirst(key.count + 1).replacingOccurrences(of: "%h", with: home)
-          .split(separator: " ").map(String.init)
+        try #require(service.commands(key, environment: variables).first)
+          .map { $0.replacingOccurrences(of: "/usr/bin/docsync", with: binary) }
       }
       // The daemon finds its default hub and state from HOME, as under systemd.
-      let environment = ["env", "-u", "XDG_DATA_HOME", "HOME=\(home)"]
+      let environment =
+        ["env", "-u", "XDG_DATA_HOME", "HOME=\(home)"]
+        + variables.map { "\($0.key)=\($0.value)" }
       try check(environment + (try command("ExecStartPre")))
-      let service = try BackgroundProcess(environment + (try command("ExecStart")))
-      try service.waitForOutput("ready \(home)/docsync")
+      let process = try BackgroundProcess(environment + (try command("ExecStart")))
+      try process.waitForOutput("ready \(home)/docsync")
       try write("\(home)/docsync/doc.txt", "from the service\n")
       #expect(try read("\(home)/docsync/doc.txt") == "from the service\n")
-      kill(service.pid, SIGTERM)
-      #expect(try service.wait(timeout: .seconds(60)) == 0)
+      kill(process.pid, SIGTERM)
+      #expect(try process.wait(timeout: .seconds(60)) == 0)
       #expect(!MountFixture.mountedPoints().contains("\(home)/docsync"))
       #expect(FileManager.default.fileExists(atPath: "\(home)/.local/share/docsync/hub.sqlite"))
     }
