@@ -128,7 +128,9 @@ struct WatcherTests {
       let heard = inotify.output
       #expect(!heard.contains("keep.txt"), "\(heard)")
       #expect(!heard.contains("MODIFY \(root)/tool.sh"), "\(heard)")
-      // A resolves the conflict on A (keeps what is current): the folder goes on B.
+      // A resolves the conflict on A (keeps what is current), once it has B's version too:
+      // the folder goes on B.
+      try library.sync(a)
       _ = try check(["rm", "-r", a.path(".versions/clash.txt")])
       try library.sync(a, b)
       expectLines(inotify, ["DELETE,ISDIR \(root)/.versions/clash.txt"])
