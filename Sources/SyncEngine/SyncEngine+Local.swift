@@ -446,7 +446,9 @@ extension SyncEngine {
       target = known.pathState(at: path)?.winner
       change = .remove(path: path)
     }
-    switch tree.apply(change, expected: local) {
+    let expected = keepDisplacedContent(
+      at: path, local: local, shown: previous, version: previousVersion)
+    switch tree.apply(change, expected: expected) {
     case .skipped:
       return false
     case .applied(let entry):
