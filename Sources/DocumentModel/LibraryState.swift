@@ -48,8 +48,13 @@ public struct LibraryState: Sendable, Equatable {
   }
 
   /// Recomputes only `touched` paths (as returned by `VersionSet.insert(contentsOf:)`) and the
-  /// folders above them; the result equals `LibraryState(set)`.
-  public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>) {
+  /// folders above them; the result equals `LibraryState(set)`. Returns the paths recomputed:
+  /// `touched`, and each folder above a path that became live or stopped being (the last
+  /// thing in a deleted folder went: the folder goes too).
+  @discardableResult
+  public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>)
+    -> Set<DocumentPath>
+  {
     var recompute: Set<DocumentPath> = []
     var states: [DocumentPath: PathState] = [:]
     for path in touched {
@@ -70,6 +75,7 @@ public struct LibraryState: Sendable, Equatable {
       let state = states[path] ?? set.pathState(at: path)
       apply(state, at: path)
     }
+    return recompute
   }
 
   private mutating func adjustAncestors(of path: DocumentPath, by delta: Int) {

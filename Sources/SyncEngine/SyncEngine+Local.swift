@@ -388,6 +388,11 @@ extension SyncEngine {
   /// Returns false when the path must be tried again later.
   private func bringUpToDate(_ path: DocumentPath, _ tree: any LocalTree) -> Bool {
     let local = tree.entry(at: path)
+    // A local change made since `reconcile` looked at what is pending (an `rm -rf` while the
+    // first turn after a mount walks every path) is newer than what this would bring back:
+    // the path waits for its window. Asked after the entry is read, so the change that entry
+    // shows is known here.
+    if changeLog.isPending(path) { return false }
     let previous = shown[path]
     let previousVersion = previous.flatMap { known[VersionID(digest($0.versionID))] }
     let change: RemoteChange
