@@ -25,16 +25,20 @@ func makeRecords(paths count: Int) -> [VersionRecord] {
       [PendingChange(path: path, content: content, parents: [first.id])], known: empty,
       now: UInt64(index))[0]
     records.append(second)
-    // One path in 300 has a concurrent version: a few hundred conflicts at 100k paths.
+    // One path in 300 has a concurrent version: a few hundred conflicts at 100k paths. Its
+    // content differs: a concurrent save of the same bytes is no conflict.
     if index % 300 == 0 {
+      let otherBytes = Array("other content \(index)".utf8)
+      let otherContent = VersionContent.file(
+        hash: ContentHash(of: otherBytes), size: UInt64(otherBytes.count), executable: false)
       records.append(
         other.record(
           [PendingChange(path: path, content: .deletion, parents: [first.id])], known: empty,
           now: UInt64(index))[0])
       records.append(
         other.record(
-          [PendingChange(path: path, content: content, parents: [first.id])], known: empty,
-          now: UInt64(index))[0])
+          [PendingChange(path: path, content: otherContent, parents: [first.id])],
+          known: empty, now: UInt64(index))[0])
     }
   }
   return records
@@ -117,12 +121,13 @@ for row in windowRows {
       + String(row.seconds / Double(row.renames) * 1e6, digits: 2))
 }
 let windowRatio = windowRows[3].seconds / windowRows[0].seconds
+// Sorting the touched paths adds a log factor (about 10 here); quadratic would be 64.
 print("20k / 2.5k renames time ratio: \(String(windowRatio, digits: 2)) (linear: 8.0)")
 if ratio > 6.0 {
   print("FAIL: state computation grows faster than linearly")
   exit(1)
 }
-if windowRatio > 12.0 {
+if windowRatio > 20.0 {
   print("FAIL: recording a window grows faster than linearly with its renames")
   exit(1)
 }
