@@ -23,6 +23,12 @@ public struct AutoMerge: Sendable, Equatable {
   public let bases: [VersionRecord?]
   /// The winner's executable bit, which the merge keeps.
   public let executable: Bool
+  /// The content every head has, when the heads are equal (``sameContent(at:in:)``): their
+  /// merge is that content, with nothing to read.
+  public let sameContent: VersionContent?
+  /// The file time the merge shows: the best head's for equal heads (so that no device that
+  /// shows it writes the file again), else the latest head's.
+  let contentTime: Int64?
 
   /// What merging the heads' contents gave.
   public enum Outcome: Hashable, Sendable {
@@ -61,11 +67,36 @@ public struct AutoMerge: Sendable, Equatable {
       bases.append(candidates.max { ($0.modified, $0.id) < ($1.modified, $1.id) })
     }
     return AutoMerge(
-      path: path, policy: policy, heads: heads, bases: bases, executable: executable)
+      path: path, policy: policy, heads: heads, bases: bases, executable: executable,
+      sameContent: nil, contentTime: heads.compactMap(\.contentTime).max())
   }
 
-  /// The content hashes `merge` reads: every head's and every file ancestor's.
+  /// The merge of the heads of `path` whose content is equal (the same bytes and executable
+  /// bit, two folders, two deletions), whatever `.docsyncattributes` says: two devices that
+  /// saved the same bytes (one download, one script, one git object) made one version, which
+  /// a person should never have to resolve. The merge follows them, so that history is one
+  /// line again; a head with other content stays a head beside it. Where several groups of
+  /// heads are equal, the group of the best head (by the winner rule) is merged first.
+  public static func sameContent(at path: DocumentPath, in set: VersionSet) -> AutoMerge? {
+    let winnerFirst = set.heads(at: path)
+    guard winnerFirst.count > 1 else { return nil }
+    var groups: [VersionContent: [VersionRecord]] = [:]
+    for head in winnerFirst { groups[head.content, default: []].append(head) }
+    guard let best = winnerFirst.first(where: { groups[$0.content]!.count > 1 }) else {
+      return nil
+    }
+    let equal = groups[best.content]!
+    var executable = false
+    if case .file(_, _, let bit) = best.content { executable = bit }
+    return AutoMerge(
+      path: path, policy: .manual, heads: equal.sorted { $0.id < $1.id }, bases: [],
+      executable: executable, sameContent: best.content, contentTime: best.contentTime)
+  }
+
+  /// The content hashes `merge` reads: every head's and every file ancestor's; none when the
+  /// heads are equal.
   public var neededContent: Set<ContentHash> {
+    guard sameContent == nil else { return [] }
     var needed = Set(heads.compactMap(\.content.blobHash))
     for case let base? in bases {
       if case .file(let hash, _, _) = base.content { needed.insert(hash) }
@@ -75,7 +106,10 @@ public struct AutoMerge: Sendable, Equatable {
 
   /// Merges the heads pairwise in id order, each over its base; an ancestor that is not a file
   /// (the document did not exist there) counts as empty, so everything is an addition.
+  ///
+  /// Equal heads need no merging: ask ``sameContent`` and ``record(content:)`` instead.
   public func merge(contents: [ContentHash: [UInt8]]) -> Outcome {
+    precondition(sameContent == nil, "equal heads are not merged by their bytes")
     func text(_ record: VersionRecord?) -> [UInt8]?? {
       guard let record, case .file(let hash, _, _) = record.content else { return .some([]) }
       guard let bytes = contents[hash] else { return nil }
@@ -100,20 +134,27 @@ public struct AutoMerge: Sendable, Equatable {
   }
 
   /// The merge record for merged content `hash` of `size` bytes: a function of the heads only.
+  public func record(hash: ContentHash, size: UInt64) -> VersionRecord {
+    record(content: .file(hash: hash, size: size, executable: executable))
+  }
+
+  /// The merge record with `content` (``sameContent`` for equal heads): a function of the
+  /// heads only.
   ///
   /// Its time is one logical tick after the latest head, not this device's clock: later than
   /// every parent, as a hybrid clock makes a version, and the same on every device. Its
-  /// content time is the latest head's, so the file shows when its newest edit was made.
-  public func record(hash: ContentHash, size: UInt64) -> VersionRecord {
+  /// content time is the latest head's, so the file shows when its newest edit was made (for
+  /// equal heads, the best head's: what every device shows already).
+  public func record(content: VersionContent) -> VersionRecord {
     let latest = heads.map(\.modified).max()!
     let modified =
       latest.counter < UInt32.max
       ? HLCTimestamp(wallMilliseconds: latest.wallMilliseconds, counter: latest.counter + 1)
       : HLCTimestamp(wallMilliseconds: latest.wallMilliseconds + 1)
     return VersionRecord(
-      path: path, content: .file(hash: hash, size: size, executable: executable),
-      parents: heads.map(\.id), modified: modified, deviceID: Self.deviceID,
-      deviceName: Self.deviceName, contentTime: heads.compactMap(\.contentTime).max())
+      path: path, content: content, parents: heads.map(\.id), modified: modified,
+      deviceID: Self.deviceID, deviceName: Self.deviceName,
+      contentTime: content.blobHash == nil ? nil : contentTime)
   }
 
   /// The key of the heads this merge follows: when it changes, the merge is decided again.

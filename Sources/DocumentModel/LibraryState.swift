@@ -23,6 +23,9 @@ public struct LibraryState: Sendable, Equatable {
   public private(set) var entries: [DocumentPath: Entry] = [:]
   /// The conflict versions of every path that has some, winner order.
   public private(set) var conflicts: [DocumentPath: [VersionRecord]] = [:]
+  /// The paths with heads of equal content, whose merge into one record is due (see
+  /// ``AutoMerge/sameContent(at:in:)``); such heads never show as conflict versions.
+  public private(set) var equalHeads: Set<DocumentPath> = []
   private var ownLive: Set<DocumentPath> = []
   /// For each folder, how many paths strictly below it are live by their own history.
   private var liveBelow: [DocumentPath: Int] = [:]
@@ -45,8 +48,13 @@ public struct LibraryState: Sendable, Equatable {
   }
 
   /// Recomputes only `touched` paths (as returned by `VersionSet.insert(contentsOf:)`) and the
-  /// folders above them; the result equals `LibraryState(set)`.
-  public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>) {
+  /// folders above them; the result equals `LibraryState(set)`. Returns the paths recomputed:
+  /// `touched`, and each folder above a path that became live or stopped being (the last
+  /// thing in a deleted folder went: the folder goes too).
+  @discardableResult
+  public mutating func update(from set: VersionSet, touched: some Sequence<DocumentPath>)
+    -> Set<DocumentPath>
+  {
     var recompute: Set<DocumentPath> = []
     var states: [DocumentPath: PathState] = [:]
     for path in touched {
@@ -67,6 +75,7 @@ public struct LibraryState: Sendable, Equatable {
       let state = states[path] ?? set.pathState(at: path)
       apply(state, at: path)
     }
+    return recompute
   }
 
   private mutating func adjustAncestors(of path: DocumentPath, by delta: Int) {
@@ -80,6 +89,11 @@ public struct LibraryState: Sendable, Equatable {
 
   private mutating func apply(_ state: PathState?, at path: DocumentPath) {
     let hasLiveBelow = liveBelow[path] != nil
+    if state?.hasEqualHeads == true {
+      equalHeads.insert(path)
+    } else if !equalHeads.isEmpty {
+      equalHeads.remove(path)
+    }
     guard let state, state.isLive || hasLiveBelow else {
       entries[path] = hasLiveBelow ? .directory(nil) : nil
       conflicts[path] = nil
@@ -89,7 +103,8 @@ public struct LibraryState: Sendable, Equatable {
     if state.winner.kind == .directory || hasLiveBelow {
       let folder = state.winner.kind == .directory ? state.winner : nil
       entries[path] = .directory(folder)
-      losing = state.heads.filter { $0.kind == .file || $0.kind == .symlink }
+      losing = PathState.oneOfEachContent(
+        state.heads.filter { $0.kind == .file || $0.kind == .symlink })
     } else {
       entries[path] = .document(state.winner)
       losing = state.losingDocuments
@@ -115,5 +130,6 @@ public struct LibraryState: Sendable, Equatable {
 
   public static func == (lhs: LibraryState, rhs: LibraryState) -> Bool {
     lhs.entries == rhs.entries && lhs.conflicts == rhs.conflicts
+      && lhs.equalHeads == rhs.equalHeads
   }
 }

@@ -44,18 +44,31 @@ public struct VersionAuthor: Sendable {
 
   /// Turns changes into records whose times exceed their parents' (looked up in `known`), the
   /// origin's, and every time this device has seen, even if the wall clock `now` is behind.
+  ///
+  /// A change that follows a head also follows the heads of equal content, which were shown
+  /// as that one version (see ``PathState/losingDocuments``): an edit made before their merge
+  /// leaves one line of history, not a conflict with a version it already continued.
   public mutating func record(
     _ changes: [PendingChange], known: VersionSet, now: UInt64
   ) -> [VersionRecord] {
     changes.map { change in
-      for parent in change.parents {
+      var parents = change.parents
+      if !parents.isEmpty {
+        let heads = known.heads(at: change.path)
+        if heads.count > 1 {
+          let followed = heads.filter { parents.contains($0.id) }.map(\.content)
+          parents += heads.filter { !parents.contains($0.id) && followed.contains($0.content) }
+            .map(\.id)
+        }
+      }
+      for parent in parents {
         if let record = known[parent] { clock.observe(record.modified) }
       }
       if let origin = change.origin, let record = known[origin.version] {
         clock.observe(record.modified)
       }
       return VersionRecord(
-        path: change.path, content: change.content, parents: change.parents,
+        path: change.path, content: change.content, parents: parents,
         modified: clock.tick(now: now), deviceID: deviceID, deviceName: deviceName,
         origin: change.origin, contentTime: change.contentTime)
     }

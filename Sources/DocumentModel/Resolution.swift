@@ -16,7 +16,7 @@ extension Resolution {
   ///
   /// A resolution is a version whose parents are the heads it resolves: choosing `v` records
   /// `v`'s content with every head as parent; discarding `v` records the current content with
-  /// parents {current, `v`}; keeping current records the current content with every head as
+  /// parents {current, `v`} (and the heads equal to `v`, shown as `v`); keeping current records the current content with every head as
   /// parent. Where the path must stay a folder (see `LibraryState`), the recorded content is a
   /// folder, so the resolution never hides what lives below it.
   public func changes(in set: VersionSet, state: LibraryState) -> [PendingChange] {
@@ -35,16 +35,19 @@ extension Resolution {
         losing.contains(discarded)
       else { return [] }
       let path = discarded.path
+      // Heads with the same content as `v` are `v` to a person: they go with it.
+      let heads = set.heads(at: path)
+      let equal = heads.filter { $0.content == discarded.content }.map(\.id)
       switch state.entries[path] {
       case .document(let current):
         return [
           PendingChange(
-            path: path, content: current.content, parents: [current.id, id],
+            path: path, content: current.content, parents: [current.id] + equal,
             contentTime: current.contentTime)
         ]
       case .directory:
-        let folders = set.heads(at: path).filter { $0.kind == .directory }.map(\.id)
-        return [PendingChange(path: path, content: .directory, parents: folders + [id])]
+        let folders = heads.filter { $0.kind == .directory }.map(\.id)
+        return [PendingChange(path: path, content: .directory, parents: folders + equal)]
       case nil:
         return []
       }

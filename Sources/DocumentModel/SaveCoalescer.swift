@@ -43,6 +43,14 @@ public enum SaveCoalescer {
     var touched: Set<DocumentPath> = []
     // For each path, the pre-window path whose document it now holds (nil: a new one).
     var source: [DocumentPath: DocumentPath?] = [:]
+    // Every path of `before`, `after` and `source`, so that a rename finds what it moves in
+    // time linear in that, whatever the window's size.
+    var known = PathIndex(before.keys)
+    for path in after.keys { known.insert(path) }
+    func setSource(_ path: DocumentPath, _ origin: DocumentPath?) {
+      source[path] = .some(origin)
+      known.insert(path)
+    }
     func currentSource(_ path: DocumentPath) -> DocumentPath? {
       if let known = source[path] { return known }
       return before[path].map { $0.content.isDeletion ? nil : $0.path } ?? nil
@@ -51,26 +59,22 @@ public enum SaveCoalescer {
       touched.formUnion(operation.paths)
       switch operation {
       case .create(let path):
-        source[path] = .some(nil)
+        setSource(path, nil)
       case .write:
         break
       case .remove(let path):
-        source[path] = .some(nil)
+        setSource(path, nil)
       case .rename(let from, let to):
         guard from != to else { continue }
-        var moved = Set(before.keys).union(after.keys).union(source.keys).filter {
-          $0.isEqualOrDescendant(of: from)
-        }
+        var moved = Set(known.paths(atOrBelow: from))
         moved.insert(from)
         let sources = moved.map { ($0, currentSource($0)) }
-        let overwritten = Set(before.keys).union(after.keys).union(source.keys).filter {
-          $0.isEqualOrDescendant(of: to) && $0 != to
-        }
-        for path in overwritten { source[path] = .some(nil) }
-        for (path, _) in sources { source[path] = .some(nil) }
+        let overwritten = known.paths(atOrBelow: to).filter { $0 != to }
+        for path in overwritten { setSource(path, nil) }
+        for (path, _) in sources { setSource(path, nil) }
         for (path, origin) in sources {
           let target = path.rebased(from: from, to: to)
-          source[target] = .some(origin)
+          setSource(target, origin)
           touched.insert(path)
           touched.insert(target)
         }

@@ -210,9 +210,27 @@ public struct PathState: Hashable, Sendable {
   /// Whether the path's own history leaves something there.
   public var isLive: Bool { !winner.content.isDeletion }
 
-  /// The file and symlink heads that lost: the conflict versions.
+  /// The file and symlink heads that lost: the conflict versions. A head whose content equals
+  /// the winner's, or that of a better head, is not one: two saves of the same bytes are one
+  /// version to a person, whichever device made them (``AutoMerge/sameContent(at:in:)`` makes
+  /// them one record).
   public var losingDocuments: [VersionRecord] {
-    heads.dropFirst().filter { $0.kind == .file || $0.kind == .symlink }
+    Self.oneOfEachContent(heads.filter { $0.kind == .file || $0.kind == .symlink })
+      .filter { $0 != winner && $0.content != winner.content }
+  }
+
+  /// Whether two heads have equal content (the same bytes and executable bit, two folders, two
+  /// deletions): a merge of them is due.
+  public var hasEqualHeads: Bool {
+    guard heads.count > 1 else { return false }
+    return Set(heads.map(\.content)).count < heads.count
+  }
+
+  /// The first of `records` (in their order) with each content.
+  static func oneOfEachContent(_ records: [VersionRecord]) -> [VersionRecord] {
+    guard records.count > 1 else { return records }
+    var seen: Set<VersionContent> = []
+    return records.filter { seen.insert($0.content).inserted }
   }
 }
 

@@ -17,8 +17,15 @@ enum ConflictEvents {
   ) -> [EngineEvent.Kind] {
     let beforeIDs = Set(before.map(\.id))
     let afterIDs = Set(after.map(\.id))
-    let added = after.filter { !beforeIDs.contains($0.id) }
-    let removed = before.filter { !afterIDs.contains($0.id) }
+    // A version docsync merged from versions of equal content stands for them: the same
+    // content in `.versions` under another name is neither news nor a resolution.
+    func standsIn(_ record: VersionRecord, _ others: [VersionRecord]) -> Bool {
+      others.contains {
+        $0.content == record.content && (isAutomaticMerge(record) || isAutomaticMerge($0))
+      }
+    }
+    let added = after.filter { !beforeIDs.contains($0.id) && !standsIn($0, before) }
+    let removed = before.filter { !afterIDs.contains($0.id) && !standsIn($0, after) }
     if !added.isEmpty {
       // A version that replaces another (its device edited it again) is news about the
       // conflict, not its end.

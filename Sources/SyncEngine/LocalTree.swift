@@ -70,6 +70,9 @@ public protocol LocalTree: AnyObject, Sendable {
 public final class ChangeLog: @unchecked Sendable {
   private var mutex = pthread_mutex_t()
   private var operations: [LocalOperation] = []
+  /// How many pending operations touch each path: ``isPending(_:)`` asks per path, as sync
+  /// brings each one up to date.
+  private var pending: [DocumentPath: Int] = [:]
   private var lastActivity: UInt64 = 0
   private var wakeOnNote = false
 
@@ -82,6 +85,7 @@ public final class ChangeLog: @unchecked Sendable {
   public func note(_ operation: LocalOperation) {
     pthread_mutex_lock(&mutex)
     operations.append(operation)
+    count(operation, by: 1)
     lastActivity = monotonicMilliseconds()
     let wakeNow = wakeOnNote
     wakeOnNote = false
@@ -94,7 +98,36 @@ public final class ChangeLog: @unchecked Sendable {
   func restore(_ taken: [LocalOperation]) {
     pthread_mutex_lock(&mutex)
     operations = taken + operations
+    for operation in taken { count(operation, by: 1) }
     pthread_mutex_unlock(&mutex)
+  }
+
+  private func count(_ operation: LocalOperation, by delta: Int) {
+    func add(_ path: DocumentPath) {
+      let count = pending[path, default: 0] + delta
+      pending[path] = count > 0 ? count : nil
+    }
+    switch operation {
+    case .create(let path), .write(let path), .remove(let path): add(path)
+    case .rename(let from, let to):
+      add(from)
+      add(to)
+    }
+  }
+
+  /// Whether an operation on `path` or a folder above it (a rename moves what is below) is
+  /// pending. The file system notes an operation under its own lock, with the change itself:
+  /// a path read from the tree before this is asked shows nothing that this does not know of.
+  func isPending(_ path: DocumentPath) -> Bool {
+    pthread_mutex_lock(&mutex)
+    defer { pthread_mutex_unlock(&mutex) }
+    guard !pending.isEmpty else { return false }
+    var ancestor = path
+    while !ancestor.isRoot {
+      if pending[ancestor] != nil { return true }
+      ancestor = ancestor.parent
+    }
+    return false
   }
 
   /// How long the engine may sleep before the pending operations have been quiet for `window`
@@ -130,16 +163,7 @@ public final class ChangeLog: @unchecked Sendable {
   func peekPaths() -> Set<DocumentPath> {
     pthread_mutex_lock(&mutex)
     defer { pthread_mutex_unlock(&mutex) }
-    var paths: Set<DocumentPath> = []
-    for operation in operations {
-      switch operation {
-      case .create(let path), .write(let path), .remove(let path): paths.insert(path)
-      case .rename(let from, let to):
-        paths.insert(from)
-        paths.insert(to)
-      }
-    }
-    return paths
+    return Set(pending.keys)
   }
 
   /// Takes the pending operations but those that touch a path of `held`, or a path that a
@@ -150,6 +174,7 @@ public final class ChangeLog: @unchecked Sendable {
     guard !held.isEmpty else {
       let drained = operations
       operations = []
+      pending = [:]
       return drained
     }
     var tied = held
@@ -171,6 +196,7 @@ public final class ChangeLog: @unchecked Sendable {
     }
     let drained = operations.filter { !isTied($0) }
     operations.removeAll { !isTied($0) }
+    for operation in drained { count(operation, by: -1) }
     return drained
   }
 }

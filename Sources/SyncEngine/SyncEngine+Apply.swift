@@ -207,8 +207,9 @@ extension SyncEngine {
     }
   }
 
-  /// When the version a path shows is about to be replaced and stays a conflict version whose
-  /// content only its clean working file holds, a second name for that file in the blob
+  /// When the version a path shows is about to be replaced, its content stays here
+  /// (``keepsContent(ofDisplaced:at:)``) and only its clean working file holds it, a second
+  /// name for that file in the blob
   /// folder, made before the replacing rename (no copy); nil otherwise.
   private func keepReplacedContent(at path: DocumentPath, for incoming: ContentHash) -> (
     link: String, hash: ContentHash
@@ -216,7 +217,7 @@ extension SyncEngine {
     let old = withLock { () -> (ContentHash, UInt64)? in
       guard let record = shown[path], let version = known[VersionID(digest(record.versionID))],
         case .file(let hash, _, _) = version.content, hash != incoming, !blobs.contains(hash),
-        state.conflicts[path]?.contains(where: { $0.content.blobHash == hash }) ?? false,
+        keepsContent(ofDisplaced: version, at: path),
         case .file(let inode, let size, let mtime, let ctime, _)? = tree?.entry(at: path),
         size == record.size, mtime == record.modificationTime, ctime == record.changeTime
       else { return nil }

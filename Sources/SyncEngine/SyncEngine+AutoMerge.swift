@@ -2,15 +2,23 @@ import DocumentModel
 import LocalStore
 
 extension SyncEngine {
-  /// The documents in conflict that `.docsyncattributes` lets merge, and the merges of those
-  /// whose heads have not been judged yet. Heads are compared before any ancestor is looked
-  /// for, so a conflict that stays (an overlap) costs little on each turn of the loop.
-  /// Called with the lock held.
+  /// The paths whose heads merge by themselves (heads of equal content, and documents in
+  /// conflict that `.docsyncattributes` lets merge), and the merges of those whose heads have
+  /// not been judged yet. Heads are compared before any ancestor is looked for, so a conflict
+  /// that stays (an overlap) costs little on each turn of the loop. Called with the lock held.
   func autoMergePlans() -> (candidates: Set<DocumentPath>, plans: [AutoMerge]) {
-    guard merging.attributes.lineCount > 0 else { return ([], []) }
     var candidates: Set<DocumentPath> = []
     var plans: [AutoMerge] = []
-    for path in state.conflicts.keys.sorted() where !ignore.isIgnored(path) {
+    // Equal heads first: a path merges one way at a time, and its text merge, if any, is
+    // planned again from the heads that are left.
+    for path in state.equalHeads.sorted() where !ignore.isIgnored(path) {
+      guard let plan = AutoMerge.sameContent(at: path, in: known) else { continue }
+      candidates.insert(path)
+      plans.append(plan)
+    }
+    guard merging.attributes.lineCount > 0 else { return (candidates, plans) }
+    for path in state.conflicts.keys.sorted()
+    where !ignore.isIgnored(path) && !candidates.contains(path) {
       let policy = merging.attributes.policy(for: path)
       guard policy != .manual else { continue }
       candidates.insert(path)
@@ -35,7 +43,13 @@ extension SyncEngine {
       mergeWakeIn = wakeIn
       return due
     }
-    for plan in due {
+    // Equal heads need no content: their records are made together, in one transaction (a
+    // tree both devices unpacked makes thousands at once).
+    let equal = due.filter { $0.sameContent != nil }
+    if !equal.isEmpty {
+      withLock { adoptMerges(equal.map { ($0.record(content: $0.sameContent!), $0) }) }
+    }
+    for plan in due where plan.sameContent == nil {
       var contents: [ContentHash: [UInt8]] = [:]
       for hash in plan.neededContent.sorted() {
         if !withLock({ holdsContent(hash, preferring: plan.path) }) {
@@ -75,31 +89,44 @@ extension SyncEngine {
       // The blob's name reaches the disk before the record that names it can.
       store.syncBlobFolders(of: [hash.hex])
       let record = plan.record(hash: hash, size: UInt64(bytes.count))
-      withLock { adoptMerge(record, of: plan) }
+      withLock { adoptMerges([(record, plan)]) }
     }
   }
 
-  /// Stores a merge record and shows its content, unless the heads moved on while it was
-  /// made. Called with the lock held.
-  private func adoptMerge(_ record: VersionRecord, of plan: AutoMerge) {
-    guard known.heads(at: plan.path).map(\.id).sorted() == plan.headIDs else { return }
+  /// Stores merge records and shows their content, except those whose heads moved on while
+  /// they were made. Called with the lock held.
+  private func adoptMerges(_ merges: [(record: VersionRecord, plan: AutoMerge)]) {
+    let current = merges.filter {
+      known.heads(at: $0.plan.path).map(\.id).sorted() == $0.plan.headIDs
+    }
     // Another device's identical merge may have arrived meanwhile: then it is simply known.
-    if !known.contains(record.id) {
+    let new = current.map(\.record).filter { !known.contains($0.id) }
+    if !new.isEmpty {
       do {
-        try persist([
-          .addVersion(record.stored), .enqueue(id: record.id.bytes),
-        ])
+        try persist(
+          new.flatMap { record -> [SyncChange] in
+            [.addVersion(record.stored), .enqueue(id: record.id.bytes)]
+          })
       } catch {
-        logger.error("cannot record the merge of \(plan.path): \(error)")
+        logger.error(
+          "cannot record the merge of \(new[0].path)\(new.count > 1 ? " and \(new.count - 1) more" : ""): \(error)"
+        )
         return
       }
-      outbox.append(record.id)
+      outbox.append(contentsOf: new.map(\.id))
     }
-    author.observe(record)
-    let touched = known.insert(contentsOf: [record])
+    guard !current.isEmpty else { return }
+    for (record, _) in current { author.observe(record) }
+    let touched = known.insert(contentsOf: current.map(\.record))
     updateState(touched: touched)
-    logger.info(
-      "merged \(plan.path) automatically (\(plan.heads.count) versions, \(plan.policy))")
+    for (_, plan) in current {
+      if plan.sameContent != nil {
+        logger.debug("\(plan.path): \(plan.heads.count) equal versions made one")
+      } else {
+        logger.info(
+          "merged \(plan.path) automatically (\(plan.heads.count) versions, \(plan.policy))")
+      }
+    }
     reconcile(touched)
     tree?.conflictsChanged(at: touched)
   }

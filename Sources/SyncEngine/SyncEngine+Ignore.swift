@@ -12,7 +12,12 @@ extension SyncEngine {
       conflictsBefore[path] = versions
       previous[path] = state.current(at: path)
     }
-    state.update(from: known, touched: touched)
+    let recomputed = state.update(from: known, touched: touched)
+    // A folder above them may change too (its last live path was deleted, or one appeared in
+    // it): the loop brings it up to date with what waits, as no caller reconciles it.
+    if recomputed.count > touched.count {
+      for path in recomputed where !touched.contains(path) { deferred.insert(path) }
+    }
     history.update(from: known, touched: touched)
     for path in touched.sorted() {
       let before = conflictsBefore[path] ?? []

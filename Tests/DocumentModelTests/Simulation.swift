@@ -59,6 +59,8 @@ struct Schedule {
   var attributes = MergeAttributes.none
   /// Automatic merges made (each device's counts).
   var merges = 0
+  /// Merges of heads with equal content made (each device's counts).
+  var equalMerges = 0
   /// Well-formed records with a bad field (RecordCheck) offered and refused.
   var refusedFields = 0
   /// The kinds of problem RecordCheck refused them for (see ``problemKind(_:)``).
@@ -370,6 +372,12 @@ struct Schedule {
     guard attributes.policy(for: path) != .manual, !rng.chance(5) else {
       return newContent(device)
     }
+    if rng.chance(10) {
+      let blob = rng.pick(Self.sharedContents)
+      let hash = ContentHash(of: blob)
+      devices[device].blobs[hash] = blob
+      return .file(hash: hash, size: UInt64(blob.count), executable: false)
+    }
     var lines = (1...12).map { "\($0)" }
     if case .file(let hash, _, _)? = previous, let bytes = devices[device].blobs[hash],
       ThreeWayMerge.isMergeableText(bytes), !bytes.isEmpty
@@ -388,9 +396,18 @@ struct Schedule {
     return .file(hash: hash, size: UInt64(blob.count), executable: false)
   }
 
+  /// Content that any device may save too: the same download, script output or git object.
+  static let sharedContents = (0..<3).map { Array("the same bytes \($0)\n".utf8) }
+
   mutating func newContent(_ device: Int) -> VersionContent {
     var blob = (0..<rng.below(12)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     if rng.chance(10) { blob = [] }
+    if rng.chance(20) {
+      blob = rng.pick(Self.sharedContents)
+      let hash = ContentHash(of: blob)
+      devices[device].blobs[hash] = blob
+      return .file(hash: hash, size: UInt64(blob.count), executable: false)
+    }
     let hash = ContentHash(of: blob)
     devices[device].blobs[hash] = blob
     if rng.chance(5) { return .symlink(hash: hash, size: UInt64(blob.count)) }
@@ -512,8 +529,10 @@ struct Schedule {
         check(
           devices[device].library.current(at: saved) == record,
           "a device's own save of \(saved) is not current there")
+        // Saving the bytes of a conflict version makes it that version: it is one no more.
         check(
-          (devices[device].library.conflicts[saved] ?? []) == conflictsBefore,
+          (devices[device].library.conflicts[saved] ?? [])
+            == conflictsBefore.filter { $0.content != record.content },
           "a save of \(saved) changed its conflicts")
       }
     }
@@ -573,8 +592,44 @@ struct Schedule {
     }
   }
 
-  /// Merges every document in conflict that the attributes let merge, as the engine does.
+  /// Merges the heads of equal content, then every document in conflict that the attributes
+  /// let merge, as the engine does.
   mutating func autoMerge(_ device: Int) {
+    for path in devices[device].library.equalHeads.sorted() {
+      guard let plan = AutoMerge.sameContent(at: path, in: devices[device].set),
+        let content = plan.sameContent
+      else {
+        check(false, "\(path) has equal heads but no merge of them on device \(device)")
+        continue
+      }
+      let record = plan.record(content: content)
+      let set = devices[device].set
+      check(
+        RecordCheck.problem(with: record, now: now(device), knownTime: { set[$0]?.modified })
+          == nil,
+        "merge \(record) fails the checks of the device that made it")
+      let shownBefore = view(device)
+      let contentsBefore = shownContents(device, at: path)
+      let blob = content.blobHash.map { devices[device].blobs[$0] }
+      check(blob != .some(nil), "device \(device) lacks the content of a head at \(path)")
+      equalMerges += 1
+      created.append(record.id)
+      resolutions.insert(record.id)
+      devices[device].outbox.append(
+        Message(id: record.id, bytes: record.encoded, blob: blob ?? nil))
+      devices[device].author.observe(record)
+      let touched = devices[device].set.insert(contentsOf: [record])
+      devices[device].library.update(from: devices[device].set, touched: touched)
+      // Nothing a person sees changes: the same paths, the same contents at the path and in
+      // its `.versions` (the merge is later than its heads, so where another head had the
+      // same time as the latest of them and won by device id, the merge wins instead).
+      var shownAfter = view(device)
+      shownAfter[path] = shownBefore[path]
+      check(shownAfter == shownBefore, "merging equal heads of \(path) changed the tree")
+      check(
+        shownContents(device, at: path) == contentsBefore,
+        "merging equal heads of \(path) changed what it shows")
+    }
     for path in devices[device].library.conflicts.keys.sorted() {
       guard
         let plan = AutoMerge.plan(
@@ -616,6 +671,15 @@ struct Schedule {
       check(
         devices[device].library.conflicts[path] == nil,
         "a merge left \(path) in conflict on device \(device)")
+    }
+  }
+
+  /// The contents `path` shows on `device`: its current one and its conflict versions'.
+  func shownContents(_ device: Int, at path: DocumentPath) -> [VersionContent] {
+    let library = devices[device].library
+    let current = library.current(at: path).map { [$0.content] } ?? []
+    return (current + (library.conflicts[path] ?? []).map(\.content)).sorted {
+      "\($0)" < "\($1)"
     }
   }
 
@@ -787,8 +851,25 @@ struct Schedule {
     }
     // 2. A version stops being a head only through an explicit resolution or an edit of the
     // version the device showed: only resolutions have several parents.
+    // An ordinary edit may follow several heads of equal content: they were one version
+    // (those `forget` dropped since cannot tell).
     for record in set.records.values where record.parents.count > 1 {
-      check(resolutions.contains(record.id), "\(record) merges heads without a resolution")
+      let contents = Set(record.parents.compactMap { set[$0]?.content })
+      check(
+        resolutions.contains(record.id) || contents.count <= 1,
+        "\(record) merges heads without a resolution")
+    }
+    // Equal saves are one version: history is one line wherever the contents agree, and no
+    // two conflict versions (or a conflict version and the current one) hold equal content.
+    check(full.equalHeads.isEmpty, "heads of equal content stay at \(full.equalHeads.sorted())")
+    for path in set.paths {
+      let contents = set.heads(at: path).map(\.content)
+      check(Set(contents).count == contents.count, "\(path) has heads of equal content")
+    }
+    for (path, versions) in full.conflicts {
+      var contents = versions.map(\.content)
+      if case .document(let current)? = full.entries[path] { contents.append(current.content) }
+      check(Set(contents).count == contents.count, "\(path) lists equal versions")
     }
     // Every conflict left is one that the attributes leave to the person or that overlaps.
     for path in full.conflicts.keys {
@@ -832,6 +913,7 @@ struct Schedule {
     var refusedProblems: Set<String> = []
     var versions = 0
     var merges = 0
+    var equalMerges = 0
     var pruned = 0
     var forgotten = 0
     for seed in seeds {
@@ -846,11 +928,13 @@ struct Schedule {
       refusedProblems.formUnion(schedule.refusedProblems)
       versions += schedule.created.count
       merges += schedule.merges
+      equalMerges += schedule.equalMerges
       pruned += schedule.pruned.count
       forgotten += schedule.forgotten.count
     }
     #expect(versions > 0)
     if seeds.count > 1 { #expect(merges > 0, "no schedule merged automatically") }
+    if seeds.count > 1 { #expect(equalMerges > 0, "no schedule merged equal heads") }
     if seeds.count > 1 {
       #expect(refused > 0, "no corrupted message was offered")
       #expect(refusedFields > 0, "no record with a bad field was offered")

@@ -1,5 +1,7 @@
 // Measures computing the library state (current version and conflicts of every path) at 25k,
-// 50k and 100k paths with a few hundred conflicts, and checks that it grows about linearly.
+// 50k and 100k paths with a few hundred conflicts, and recording one quiet window of 2.5k to
+// 20k renames (`SaveCoalescer`, what an unmount records last), and checks that both grow about
+// linearly.
 // Run in release mode: `swift run -c release bench-model`.
 import DocumentModel
 import Foundation
@@ -23,16 +25,20 @@ func makeRecords(paths count: Int) -> [VersionRecord] {
       [PendingChange(path: path, content: content, parents: [first.id])], known: empty,
       now: UInt64(index))[0]
     records.append(second)
-    // One path in 300 has a concurrent version: a few hundred conflicts at 100k paths.
+    // One path in 300 has a concurrent version: a few hundred conflicts at 100k paths. Its
+    // content differs: a concurrent save of the same bytes is no conflict.
     if index % 300 == 0 {
+      let otherBytes = Array("other content \(index)".utf8)
+      let otherContent = VersionContent.file(
+        hash: ContentHash(of: otherBytes), size: UInt64(otherBytes.count), executable: false)
       records.append(
         other.record(
           [PendingChange(path: path, content: .deletion, parents: [first.id])], known: empty,
           now: UInt64(index))[0])
       records.append(
         other.record(
-          [PendingChange(path: path, content: content, parents: [first.id])], known: empty,
-          now: UInt64(index))[0])
+          [PendingChange(path: path, content: otherContent, parents: [first.id])],
+          known: empty, now: UInt64(index))[0])
     }
   }
   return records
@@ -66,8 +72,63 @@ for row in rows {
 }
 let ratio = rows[2].seconds / rows[0].seconds
 print("100k / 25k time ratio: \(String(ratio, digits: 2)) (linear: 4.0)")
+
+/// One quiet window in which `count` files (in folders of 1,000) are each renamed once, as
+/// `git checkout` or a script does: what the window showed before, and holds after.
+func renameWindow(_ count: Int) -> (
+  [LocalOperation], [DocumentPath: VersionRecord], [DocumentPath: VersionContent]
+) {
+  var author = VersionAuthor(deviceID: DeviceID(high: 0, low: 1), deviceName: "bench")
+  var operations: [LocalOperation] = []
+  var before: [DocumentPath: VersionRecord] = [:]
+  var after: [DocumentPath: VersionContent] = [:]
+  for index in 0..<count {
+    let from = DocumentPath("dir\(index / 1000)/old\(index).txt")
+    let to = DocumentPath("dir\(index / 1000)/new\(index).txt")
+    let bytes = Array("content \(index)".utf8)
+    let content = VersionContent.file(
+      hash: ContentHash(of: bytes), size: UInt64(bytes.count), executable: false)
+    before[from] =
+      author.record(
+        [PendingChange(path: from, content: content, parents: [])], known: VersionSet(),
+        now: UInt64(index))[0]
+    after[to] = content
+    operations.append(.rename(from: from, to: to))
+  }
+  return (operations, before, after)
+}
+
+var windowRows: [(renames: Int, seconds: Double)] = []
+for size in [2_500, 5_000, 10_000, 20_000] {
+  let (operations, before, after) = renameWindow(size)
+  var best = Double.infinity
+  for _ in 0..<3 {
+    var changes = 0
+    let elapsed = clock.measure {
+      changes = SaveCoalescer.changes(operations: operations, before: before, after: after).count
+    }
+    precondition(changes == 2 * size, "a rename is a deletion and a new version")
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    best = min(best, seconds)
+  }
+  windowRows.append((size, best))
+}
+print("")
+print("renames in one window   seconds   µs/rename")
+for row in windowRows {
+  print(
+    "\(row.renames)".padding(24) + String(row.seconds, digits: 4).padding(10)
+      + String(row.seconds / Double(row.renames) * 1e6, digits: 2))
+}
+let windowRatio = windowRows[3].seconds / windowRows[0].seconds
+// Sorting the touched paths adds a log factor (about 10 here); quadratic would be 64.
+print("20k / 2.5k renames time ratio: \(String(windowRatio, digits: 2)) (linear: 8.0)")
 if ratio > 6.0 {
   print("FAIL: state computation grows faster than linearly")
+  exit(1)
+}
+if windowRatio > 20.0 {
+  print("FAIL: recording a window grows faster than linearly with its renames")
   exit(1)
 }
 
