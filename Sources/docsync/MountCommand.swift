@@ -406,9 +406,7 @@ struct MountCommand: ParsableCommand {
     } catch {
       throw CommandFailure("\(error)")
     }
-    // Passthrough is on where the daemon may register backing files (root, unless refused).
-    mount.startInvalidations(
-      session.notifier, mountPoint: target, readersFollowAppends: noPassthrough || geteuid() != 0)
+    mount.startInvalidations(session.notifier)
     engine.start(tree: fileSystem)
     if !noNotify {
       DesktopNotifier.start(
@@ -435,7 +433,6 @@ struct MountCommand: ParsableCommand {
     }
     waitFor { await engine.stop() }
     fileSystem.invalidations.close()
-    fileSystem.announcements.close()
     fileSystem.shutdown()
     if end != .unmounted { session.unmount() }
     // Nobody waits on the state database now: a state folder made before retention gets its
