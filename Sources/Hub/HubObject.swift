@@ -22,4 +22,25 @@ public struct HubObject: Sendable, Hashable {
   public static let maximumSize = 512 << 10
   /// The most objects one node may name.
   public static let maximumReferences = 1024
+
+  /// Refuses ids that are not 32 bytes, as every hub's object calls do before anything else.
+  public static func check(ids: [[UInt8]]) throws(HubError) {
+    if let bad = ids.first(where: { $0.count != 32 }) {
+      throw .failed("an object id of \(bad.count) bytes, not 32")
+    }
+  }
+
+  /// Refuses objects no device makes: a malformed id, more bytes than any object can have, or
+  /// more references than any node names.
+  public static func check(_ objects: [HubObject]) throws(HubError) {
+    for object in objects {
+      try check(ids: [object.id] + object.references)
+      guard object.data.count <= maximumSize else {
+        throw .integrity("an object of \(object.data.count) bytes, larger than any can be")
+      }
+      guard object.references.count <= maximumReferences else {
+        throw .integrity("an object naming \(object.references.count) others")
+      }
+    }
+  }
 }

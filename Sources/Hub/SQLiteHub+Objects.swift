@@ -36,7 +36,7 @@ extension SQLiteHub: ObjectStore {
 
   public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
     guard !ids.isEmpty else { return [] }
-    try Self.checkIDs(ids)
+    try HubObject.check(ids: ids)
     let now = Int64(Date().timeIntervalSince1970)
     return try await write { db in
       var missing: [[UInt8]] = []
@@ -51,15 +51,7 @@ extension SQLiteHub: ObjectStore {
 
   public func putObjects(_ objects: [HubObject]) async throws(HubError) {
     guard !objects.isEmpty else { return }
-    for object in objects {
-      try Self.checkIDs([object.id] + object.references)
-      guard object.data.count <= HubObject.maximumSize else {
-        throw .integrity("an object of \(object.data.count) bytes, larger than any can be")
-      }
-      guard object.references.count <= HubObject.maximumReferences else {
-        throw .integrity("an object naming \(object.references.count) others")
-      }
-    }
+    try HubObject.check(objects)
     let now = Int64(Date().timeIntervalSince1970)
     let rows = objects.map { object in
       (
@@ -93,7 +85,7 @@ extension SQLiteHub: ObjectStore {
 
   public func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
     guard !ids.isEmpty else { return [:] }
-    try Self.checkIDs(ids)
+    try HubObject.check(ids: ids)
     let stored = try await read { db in
       var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
       for id in ids {
@@ -174,12 +166,6 @@ extension SQLiteHub: ObjectStore {
 
   /// sodium_init picks the fastest BLAKE2b this processor runs; once per process.
   private static let sodiumReady = sodium_init() >= 0
-
-  static func checkIDs(_ ids: [[UInt8]]) throws(HubError) {
-    if let bad = ids.first(where: { $0.count != 32 }) {
-      throw .failed("an object id of \(bad.count) bytes, not 32")
-    }
-  }
 
   /// A 64-bit BLAKE2b of stored bytes: finds damage to the hub's own copy (a failing disk, not
   /// an adversary: the device checks every object against its id, which only it can compute)

@@ -9,7 +9,7 @@ import PostgresNIO
 extension PostgresHub: ObjectStore {
   public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
     guard !ids.isEmpty else { return [] }
-    try Self.checkObjectIDs(ids)
+    try HubObject.check(ids: ids)
     return try await withConnection { connection in
       let rows = try await connection.query(
         "SELECT docsync.missing_objects(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])",
@@ -24,15 +24,7 @@ extension PostgresHub: ObjectStore {
 
   public func putObjects(_ objects: [HubObject]) async throws(HubError) {
     guard !objects.isEmpty else { return }
-    for object in objects {
-      try Self.checkObjectIDs([object.id] + object.references)
-      guard object.data.count <= HubObject.maximumSize else {
-        throw .integrity("an object of \(object.data.count) bytes, larger than any can be")
-      }
-      guard object.references.count <= HubObject.maximumReferences else {
-        throw .integrity("an object naming \(object.references.count) others")
-      }
-    }
+    try HubObject.check(objects)
     let references = Set(objects.flatMap(\.references))
     try await withTransaction { connection in
       // Children first: the function refuses a node whose child is absent too, but only here
@@ -62,7 +54,7 @@ extension PostgresHub: ObjectStore {
 
   public func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
     guard !ids.isEmpty else { return [:] }
-    try Self.checkObjectIDs(ids)
+    try HubObject.check(ids: ids)
     let stored = try await withConnection { connection in
       let rows = try await connection.query(
         """
@@ -128,11 +120,5 @@ extension PostgresHub: ObjectStore {
     var found: Set<[UInt8]> = []
     for try await id in rows.decode(ByteBuffer.self) { found.insert(Array(id.readableBytesView)) }
     return found
-  }
-
-  static func checkObjectIDs(_ ids: [[UInt8]]) throws(HubError) {
-    if let bad = ids.first(where: { $0.count != 32 }) {
-      throw .failed("an object id of \(bad.count) bytes, not 32")
-    }
   }
 }
