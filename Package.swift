@@ -90,7 +90,7 @@ let package = Package(
     .target(
       name: "SyncEngine",
       dependencies: [
-        "DocumentModel", "Hub", "LocalStore",
+        "DocumentModel", "ContentModel", "Hub", "LocalStore",
         .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "Logging", package: "swift-log"),
       ],
@@ -172,6 +172,7 @@ let package = Package(
       name: "SyncEngineTests",
       dependencies: [
         "SyncEngine", "DocumentFileSystem", "Hub", "LocalStore", "DocumentModel", "MountHarness",
+        "ContentModel",
       ],
       swiftSettings: strict
     ),

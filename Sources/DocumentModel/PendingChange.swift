@@ -48,8 +48,12 @@ public struct VersionAuthor: Sendable {
   /// A change that follows a head also follows the heads of equal content, which were shown
   /// as that one version (see ``PathState/losingDocuments``): an edit made before their merge
   /// leaves one line of history, not a conflict with a version it already continued.
+  ///
+  /// `chunks` gives the chunk root of content this device has cut into chunks: a file version
+  /// whose content has one names it, and moves as chunks.
   public mutating func record(
-    _ changes: [PendingChange], known: VersionSet, now: UInt64
+    _ changes: [PendingChange], known: VersionSet, now: UInt64,
+    chunks: (ContentHash, UInt64) -> ContentRoot? = { _, _ in nil }
   ) -> [VersionRecord] {
     changes.map { change in
       var parents = change.parents
@@ -67,10 +71,12 @@ public struct VersionAuthor: Sendable {
       if let origin = change.origin, let record = known[origin.version] {
         clock.observe(record.modified)
       }
+      var root: ContentRoot?
+      if case .file(let hash, let size, _) = change.content { root = chunks(hash, size) }
       return VersionRecord(
         path: change.path, content: change.content, parents: parents,
         modified: clock.tick(now: now), deviceID: deviceID, deviceName: deviceName,
-        origin: change.origin, contentTime: change.contentTime)
+        origin: change.origin, contentTime: change.contentTime, chunks: root)
     }
   }
 }

@@ -57,6 +57,9 @@ public enum RecordCheck {
       if record.contentTime != nil { return .contentTimeWithoutContent }
     default: break
     }
+    if let chunks = record.chunks, let problem = problem(with: chunks, of: record.content) {
+      return problem
+    }
     for (earlier, later) in zip(record.parents, record.parents.dropFirst()) where earlier >= later {
       return .parentsNotCanonical
     }
@@ -67,6 +70,16 @@ public enum RecordCheck {
     if record.modified.wallMilliseconds > HLCTimestamp.maximumWallMilliseconds {
       return .timeOutOfRange(record.modified)
     }
+    return nil
+  }
+
+  /// The problem with a record's chunk root: only a file's content moves as chunks, the root
+  /// covers exactly its bytes, and no tree is higher than a device makes or holds nothing.
+  static func problem(with chunks: ContentRoot, of content: VersionContent) -> RecordProblem? {
+    guard case .file(_, let size, _) = content else { return .chunksWithoutFile }
+    guard chunks.size == size, chunks.height <= ContentRoot.maximumHeight,
+      chunks.height == 0 || size > 0
+    else { return .chunksDoNotFit(chunks) }
     return nil
   }
 

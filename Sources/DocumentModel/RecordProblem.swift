@@ -28,9 +28,16 @@ public enum RecordProblem: Error, Hashable, Sendable, CustomStringConvertible {
   case timeTooFarAhead(HLCTimestamp, lead: UInt64)
   /// A modification time not later than a known parent's, which a hybrid clock never issues.
   case notLaterThanParent(VersionID)
+  /// Chunks named for a version that is not a file.
+  case chunksWithoutFile
+  /// A chunk root whose size is not the file's, or a tree no device makes.
+  case chunksDoNotFit(ContentRoot)
 
   public var description: String {
     switch self {
+    case .chunksWithoutFile: "chunks named for a version that is not a file"
+    case .chunksDoNotFit(let root):
+      "a chunk tree of height \(root.height) over \(root.size) bytes that does not fit its file"
     case .rootPath: "a version of the library's root"
     case .badComponent(let name): "path component \(RecordCheck.printable(name)) is not a name"
     case .componentTooLong(let bytes): "a path component of \(bytes) bytes (at most 255)"

@@ -72,11 +72,12 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
     let deviceName: String
     let origin: RenameOrigin?
     let contentTime: Int64?
+    let chunks: ContentRoot?
 
     init(
       id: VersionID, path: DocumentPath, content: VersionContent, parents: [VersionID],
       modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?,
-      contentTime: Int64?
+      contentTime: Int64?, chunks: ContentRoot?
     ) {
       self.id = id
       self.path = path
@@ -87,6 +88,7 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
       self.deviceName = deviceName
       self.origin = origin
       self.contentTime = contentTime
+      self.chunks = chunks
     }
   }
 
@@ -106,23 +108,26 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
   /// saved it had it; `modified` orders versions, this is what a file's mtime shows. Nil for
   /// folders and deletions.
   public var contentTime: Int64? { fields.contentTime }
+  /// Where a file's content lives as chunks on the hub; nil for a version whose content moves
+  /// as one blob (every version made before chunks, merges, folders, symlinks, deletions).
+  public var chunks: ContentRoot? { fields.chunks }
 
   /// Builds a record and derives its id from its canonical encoding.
   public init(
     path: DocumentPath, content: VersionContent, parents: [VersionID], modified: HLCTimestamp,
     deviceID: DeviceID, deviceName: String, origin: RenameOrigin? = nil,
-    contentTime: Int64? = nil
+    contentTime: Int64? = nil, chunks: ContentRoot? = nil
   ) {
     precondition(!path.isRoot, "the root of the library has no versions")
     let sortedParents = Array(Set(parents)).sorted()
     let draft = VersionRecord(
       storedID: VersionID(Digest256(bytes: [UInt8](repeating: 0, count: 32))!), path: path,
       content: content, parents: sortedParents, modified: modified, deviceID: deviceID,
-      deviceName: deviceName, origin: origin, contentTime: contentTime)
+      deviceName: deviceName, origin: origin, contentTime: contentTime, chunks: chunks)
     self.init(
       storedID: VersionID(.sha256(draft.encoded)), path: path, content: content,
       parents: sortedParents, modified: modified, deviceID: deviceID, deviceName: deviceName,
-      origin: origin, contentTime: contentTime)
+      origin: origin, contentTime: contentTime, chunks: chunks)
   }
 
   /// Rebuilds a record with an id read from storage, without checking it; check it with
@@ -130,11 +135,12 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
   public init(
     storedID: VersionID, path: DocumentPath, content: VersionContent, parents: [VersionID],
     modified: HLCTimestamp, deviceID: DeviceID, deviceName: String, origin: RenameOrigin?,
-    contentTime: Int64? = nil
+    contentTime: Int64? = nil, chunks: ContentRoot? = nil
   ) {
     fields = Fields(
       id: storedID, path: path, content: content, parents: parents, modified: modified,
-      deviceID: deviceID, deviceName: deviceName, origin: origin, contentTime: contentTime)
+      deviceID: deviceID, deviceName: deviceName, origin: origin, contentTime: contentTime,
+      chunks: chunks)
   }
 
   public var kind: VersionKind { content.kind }
@@ -237,6 +243,13 @@ enum CanonicalEncoding {
     } else {
       out.append(0)
     }
+    // Only when present, so that every record made before chunks keeps its encoding and id.
+    if let chunks = record.chunks {
+      out.append(1)
+      out.append(chunks.height)
+      out += chunks.id.bytes
+      appendInt(chunks.size, width: 8, to: &out)
+    }
     return out
   }
 
@@ -336,12 +349,19 @@ enum CanonicalEncoding {
       case 0: break
       default: return nil
       }
+      var chunks: ContentRoot?
+      if !atEnd {
+        guard take(1)?.first == 1, let height = take(1)?.first, let root = digest(),
+          let size = int(width: 8)
+        else { return nil }
+        chunks = ContentRoot(id: root, height: height, size: size)
+      }
       guard let deviceName = String(validating: name, as: UTF8.self) else { return nil }
       return VersionRecord(
         storedID: id, path: recordPath, content: content, parents: parents,
         modified: HLCTimestamp(wallMilliseconds: wall, counter: UInt32(counter)),
         deviceID: DeviceID(high: high, low: low), deviceName: deviceName, origin: origin,
-        contentTime: contentTime)
+        contentTime: contentTime, chunks: chunks)
     }
   }
 }

@@ -84,9 +84,12 @@ public enum BlobFile {
   /// A large copy goes around the page cache (``writeAround(_:size:)``); `destination`'s
   /// flags are as they came when it returns (a direct descriptor refuses unaligned reads).
   /// `owners` says whose file each end is.
+  ///
+  /// `observe`, when given, sees every byte after the hasher, in order (a chunker).
   public static func copy(
     from source: Int32, to destination: Int32?, at offset: inout Int64, hasher: inout SHA256?,
-    readOnce: Bool = false, owners: (source: Owner, destination: Owner)
+    readOnce: Bool = false, owners: (source: Owner, destination: Owner),
+    observe: ((UnsafeRawBufferPointer) -> Void)? = nil
   ) throws(HubError) {
     var info = stat()
     let left = fstat(source, &info) == 0 ? Int64(info.st_size) - offset : -1
@@ -96,7 +99,7 @@ public enum BlobFile {
     if around, let destination {
       try copyAround(
         from: source, to: destination, at: &offset, hasher: &hasher, readOnce: readOnce,
-        owners: owners)
+        owners: owners, observe: observe)
       return
     }
     // No larger than the file: a buffer of a MiB for each of 10,000 small files was a
@@ -109,6 +112,7 @@ public enum BlobFile {
       if got == 0 { return }
       let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
       hasher?.update(bufferPointer: bytes)
+      observe?(bytes)
       if let destination { try write(destination, bytes, at: offset, of: owners.destination) }
       offset += Int64(got)
     }
@@ -120,7 +124,8 @@ public enum BlobFile {
   /// writer; the disk alone writes 1 GiB in about 0.9 s).
   private static func copyAround(
     from source: Int32, to destination: Int32, at offset: inout Int64, hasher: inout SHA256?,
-    readOnce: Bool, owners: (source: Owner, destination: Owner)
+    readOnce: Bool, owners: (source: Owner, destination: Owner),
+    observe: ((UnsafeRawBufferPointer) -> Void)?
   ) throws(HubError) {
     let buffers = (0..<ChunkWriter.buffers).map { _ in
       UnsafeMutableRawBufferPointer.allocate(byteCount: writeAroundStep, alignment: 4096)
@@ -140,6 +145,7 @@ public enum BlobFile {
       if got == 0 { break }
       let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
       hasher?.update(bufferPointer: bytes)
+      observe?(bytes)
       writer.write(bytes, at: offset)
       offset += Int64(got)
       index += 1

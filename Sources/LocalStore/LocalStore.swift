@@ -312,6 +312,15 @@ public final class LocalStore: @unchecked Sendable {
       // commits wrote 9 pages where its changes need 4.
       try db.execute(sql: "DROP INDEX IF EXISTS entries_by_inode")
     }
+    migrator.registerMigration("v7: chunk lists of content") { db in
+      // A cache, rebuilt from the content when missing or wrong: no version depends on a row.
+      try db.execute(
+        sql: """
+          CREATE TABLE content_chunks (
+            hash BLOB PRIMARY KEY, root BLOB NOT NULL, entries BLOB NOT NULL
+          ) WITHOUT ROWID;
+          """)
+    }
     return migrator
   }
 

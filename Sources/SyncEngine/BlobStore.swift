@@ -1,3 +1,4 @@
+import ContentModel
 import Crypto
 import Dispatch
 import DocumentModel
@@ -79,17 +80,22 @@ struct BlobStore: Sendable {
   /// `durable` as for ``install(temporary:descriptor:as:durable:)``. With `replacing`, the copy
   /// takes the place of a blob of the same hash that is there already (one that cannot be
   /// read), in one rename: the old file stays until the new one is whole.
+  ///
+  /// The content is cut into chunks in the same pass (``ChunkList``): a version made from it
+  /// moves as chunks without reading the file again.
   func add(from source: Int32, durable: Bool = true, replacing: Bool = false) throws(SyncError)
-    -> (ContentHash, Int64)
+    -> (ContentHash, Int64, ChunkList)
   {
     guard let (temporary, fd) = temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
+    var splitter = ContentSplitter(hasher: ChunkList.hasher)
     do throws(HubError) {
       try BlobFile.copy(
-        from: source, to: fd, at: &offset, hasher: &hasher, owners: (.caller, .caller))
+        from: source, to: fd, at: &offset, hasher: &hasher, owners: (.caller, .caller),
+        observe: { bytes in splitter.append(bytes) { _, _ in } })
     } catch {
       close(fd)
       unlink(temporary)
@@ -103,7 +109,7 @@ struct BlobStore: Sendable {
       try install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
       checked.note(hash, path: path(hash))
     }
-    return (hash, Int64(offset))
+    return (hash, Int64(offset), ChunkList(entries: splitter.finish { _, _ in }))
   }
 
   /// Stores bytes (a symlink's target) as a blob.

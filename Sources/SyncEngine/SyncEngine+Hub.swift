@@ -42,6 +42,7 @@ extension SyncEngine {
         try await forgetIfAsked()
         try await learnErasures(now: forced)
         try await serveWantedBlobs()
+        try await serveWantedObjects()
         try await fetchMissingBlobs()
         try await fetchMergeBases()
         try await autoMerge()
@@ -227,12 +228,16 @@ extension SyncEngine {
         return
       }
       var ready: [VersionRecord] = []
+      let asChunks = try await uploadChunks(of: batch)
       let putTogether = try await uploadSmallBlobs(of: batch)
       let handOver = withLock { blobsToHandOver(batch) }
       for record in batch {
         if let hash = record.content.blobHash {
-          var provided = putTogether.contains(hash)
-          if !provided { provided = try await uploadBlob(hash, handOver: handOver.contains(hash)) }
+          var provided =
+            record.chunks == nil ? putTogether.contains(hash) : asChunks.contains(record.id)
+          if !provided && record.chunks == nil {
+            provided = try await uploadBlob(hash, handOver: handOver.contains(hash))
+          }
           guard provided else {
             withLock {
               logger.error(
@@ -257,7 +262,8 @@ extension SyncEngine {
           ready.map { record in
             HubRecord(
               id: record.id.bytes, payload: record.encoded,
-              blobs: record.content.blobHash.map { [$0.bytes] } ?? [])
+              blobs: record.chunks.map { [$0.id.bytes] }
+                ?? record.content.blobHash.map { [$0.bytes] } ?? [])
           })
       } catch {
         throw SyncError(error)
@@ -287,7 +293,7 @@ extension SyncEngine {
   func uploadSmallBlobs(of batch: [VersionRecord]) async throws(SyncError) -> Set<ContentHash> {
     guard hub.putsSmallBlobsTogether else { return [] }
     var small: [ContentHash: [UInt8]] = [:]
-    for record in batch where record.kind == .file {
+    for record in batch where record.kind == .file && record.chunks == nil {
       guard case .file(let hash, let size, _) = record.content, size <= Self.smallContent,
         small[hash] == nil, let fd = openContent(hash, anywhere: true)
       else { continue }
@@ -338,6 +344,10 @@ extension SyncEngine {
           }
         }
         try await hub.putBlob(hash: hash.bytes, from: fd, checked: checked)
+        var info = stat()
+        if fstat(fd, &info) == 0 {
+          withLock { objectBytesSent = saturatingSum(objectBytesSent, UInt64(info.st_size)) }
+        }
         return true
       } catch .integrity(let reason) {
         // Never upload content that no longer matches its name.
@@ -389,7 +399,7 @@ extension SyncEngine {
       guard fd >= 0 else { continue }
       defer { close(fd) }
       // A file written since it was found holds other bytes, and the check below says so.
-      if let (restored, _) = try? blobs.add(from: fd, replacing: replacing), restored == hash {
+      if let (restored, _, _) = try? blobs.add(from: fd, replacing: replacing), restored == hash {
         logger.info("rebuilt the content of \(path) from its file")
         return true
       }
@@ -434,8 +444,9 @@ extension SyncEngine {
           time: wallMilliseconds())
       }
     }
-    let (fresh, needed, inMemory) = withLock {
-      () -> ([VersionRecord], [ContentHash: UInt64], Set<ContentHash>) in
+    let (fresh, needed, inMemory, roots) = withLock {
+      () -> ([VersionRecord], [ContentHash: UInt64], Set<ContentHash>, [ContentHash: ContentRoot])
+      in
       let fresh = admit(arrived)
       var parents: Set<VersionID> = []
       for record in fresh { parents.formUnion(record.parents) }
@@ -445,11 +456,17 @@ extension SyncEngine {
       // attribute files' never does: the engine reads them from their blob as they arrive.
       var inMemory: Set<ContentHash> = []
       var blobWanted: Set<ContentHash> = []
+      // Content that some version names as chunks moves as chunks, whichever version asks.
+      var roots: [ContentHash: ContentRoot] = [:]
+      for record in fresh {
+        if let root = record.chunks, let hash = record.content.blobHash { roots[hash] = root }
+      }
       for record in fresh {
         guard let hash = record.content.blobHash, !parents.contains(record.id),
           !blobs.contains(hash)
         else { continue }
         needed[hash] = record.content.size ?? 0
+        if roots[hash] == nil, let root = knownChunkRoot(of: hash) { roots[hash] = root }
         if record.kind == .file, !Self.keepsBlob(record.path),
           record.content.size ?? .max <= Self.smallContent
         {
@@ -458,7 +475,7 @@ extension SyncEngine {
           blobWanted.insert(hash)
         }
       }
-      return (fresh, needed, inMemory.subtracting(blobWanted))
+      return (fresh, needed, inMemory.subtracting(blobWanted), roots)
     }
     withLock {
       download.totalFiles += needed.count
@@ -469,7 +486,12 @@ extension SyncEngine {
     var ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
     if !inMemory.isEmpty {
       let small = ordered.filter { inMemory.contains($0.key) }
-      let arrived = try await fetchSmallContent(small.map(\.key))
+      let oneChunk = small.compactMap { item in
+        roots[item.key].flatMap { $0.height == 0 ? (item.key, $0) : nil }
+      }
+      var arrived = try await fetchSmallChunked(oneChunk)
+      arrived.formUnion(
+        try await fetchSmallContent(small.map(\.key).filter { roots[$0] == nil }))
       ordered.removeAll { arrived.contains($0.key) }
       withLock {
         download.doneFiles += arrived.count
@@ -481,7 +503,9 @@ extension SyncEngine {
     // A page of many blobs is made durable with one flush, before its records are stored.
     let batch = ordered.count > 1
     for (hash, size) in ordered {
-      let wait = try await fetchBlob(hash, durable: !batch)
+      let wait = try await fetchBlob(
+        hash, durable: !batch, root: roots[hash],
+        extraSources: fresh.filter { $0.content.blobHash == hash })
       withLock {
         if let wait {
           // Not at once again: the loop's next round tries it, after a second.
@@ -580,9 +604,25 @@ extension SyncEngine {
   /// Downloads a blob into the store, checking its hash on arrival; nil when it is here, else
   /// why it is not (the hub has been told, see ``reportToHub(_:arrivedDamaged:)``).
   /// `durable` as for ``BlobStore/install(temporary:descriptor:as:durable:)``.
-  func fetchBlob(_ hash: ContentHash, durable: Bool = true) async throws(SyncError) -> (
+  ///
+  /// Content that a version names as chunks (`root`, or any known version's) comes as chunks
+  /// (``fetchChunked(_:root:extraSources:durable:)``), with `extraSources` as versions that
+  /// share its chunks.
+  func fetchBlob(
+    _ hash: ContentHash, durable: Bool = true, root: ContentRoot? = nil,
+    extraSources: [VersionRecord] = []
+  ) async throws(SyncError) -> (
     reason: ContentWait, hubWants: Bool
   )? {
+    if let root = root ?? withLock({ knownChunkRoot(of: hash) }) {
+      let wait = try await fetchChunked(
+        hash, root: root, extraSources: extraSources, durable: durable)
+      // The same content may be on the hub as a blob (put by a recovery, or by a device that
+      // moved it whole): taken from there rather than waited for.
+      guard let wait, wait.reason == .missingOnHub,
+        (try? await hub.hasBlob(hash: hash.bytes)) == true
+      else { return wait }
+    }
     guard let (temporary, fd) = blobs.temporaryFile() else {
       throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
     }
@@ -606,6 +646,12 @@ extension SyncEngine {
     // on this side of the network), so they are not read back a second time here, nor when
     // the blob becomes a working file while its file is as installed (a 1 GiB pull spent a
     // second on that second read).
+    var fetched = stat()
+    if fstat(fd, &fetched) == 0 {
+      withLock {
+        objectBytesReceived = saturatingSum(objectBytesReceived, UInt64(fetched.st_size))
+      }
+    }
     try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
     var info = stat()
     if stat(blobs.path(hash), &info) == 0 {

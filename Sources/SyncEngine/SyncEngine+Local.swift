@@ -117,7 +117,8 @@ extension SyncEngine {
     }
     defer { close(fd) }
     if durable { _ = fsync(fd) }
-    let (hash, copied) = try blobs.add(from: fd, durable: durable)
+    let (hash, copied, chunks) = try blobs.add(from: fd, durable: durable)
+    keepChunkList(chunks, of: hash)
     return .file(hash: hash, size: UInt64(copied), executable: job.executable)
   }
 
@@ -266,7 +267,8 @@ extension SyncEngine {
       }
       return change.with(contentTime: time)
     }
-    let records = author.record(changes, known: known, now: wallMilliseconds())
+    let records = author.record(
+      changes, known: known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
 
     var durable: [SyncChange] = []
     for record in records {

@@ -55,6 +55,10 @@ public struct SyncStatus: Sendable {
   /// here, and the file has changed since. Tried again at the next start; the versions after
   /// it upload meanwhile.
   public var heldBack: [DocumentPath] = []
+  /// Bytes of content this run put on the hub and fetched from it, as stored there (chunks
+  /// compressed, blobs whole): what moving content in chunks saves.
+  public var contentBytesSent: UInt64 = 0
+  public var contentBytesReceived: UInt64 = 0
 }
 
 /// Pushes local versions, pulls remote ones, and keeps the local tree showing every path's
@@ -81,6 +85,9 @@ public final class SyncEngine: @unchecked Sendable {
 
   let store: LocalStore
   let hub: any Hub
+  /// Whether new versions move their content as chunks (when the hub stores objects); false
+  /// keeps whole blobs, as every version before chunks did.
+  let contentInChunks: Bool
   let blobs: BlobStore
   let logger: Logger
   private var mutex = pthread_mutex_t()
@@ -105,6 +112,10 @@ public final class SyncEngine: @unchecked Sendable {
   /// no blob file of its own; what no file took then becomes a blob. Never durable: a crash
   /// before it lands leaves records whose content is fetched again.
   var fetchedContent: [ContentHash: [UInt8]] = [:]
+  /// Bytes of content objects this run put on the hub and fetched from it (as stored:
+  /// compressed): what chunks save shows here.
+  var objectBytesSent: UInt64 = 0
+  var objectBytesReceived: UInt64 = 0
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
   /// Paths whose content could not be read or copied for upload, and when to try again.
@@ -187,9 +198,10 @@ public final class SyncEngine: @unchecked Sendable {
   public init(
     store: LocalStore, hub: any Hub, hubDescription: String, deviceName: String,
     quietMilliseconds: UInt64 = 150, mergeSettleMilliseconds: UInt64 = 1000,
-    logger: Logger = Logger(label: "docsync.sync")
+    contentInChunks: Bool = true, logger: Logger = Logger(label: "docsync.sync")
   ) throws(SyncError) {
     pthread_mutex_init(&mutex, nil)
+    self.contentInChunks = contentInChunks
     self.store = store
     self.hub = hub
     self.hubDescription = hubDescription
@@ -569,7 +581,8 @@ public final class SyncEngine: @unchecked Sendable {
         conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
         waiting: waitingForContent(),
         unreadable: unrecordable.map { ($0.key, $0.value.reason) }.sorted { $0.path < $1.path },
-        heldBack: Set(stalled.compactMap { known[$0]?.path }).sorted())
+        heldBack: Set(stalled.compactMap { known[$0]?.path }).sorted(),
+        contentBytesSent: objectBytesSent, contentBytesReceived: objectBytesReceived)
     }
   }
 
@@ -619,7 +632,8 @@ public final class SyncEngine: @unchecked Sendable {
     let touched = withLock { () -> Set<DocumentPath>? in
       let changes = resolution.changes(in: known, state: state)
       guard !changes.isEmpty else { return nil }
-      let records = author.record(changes, known: known, now: wallMilliseconds())
+      let records = author.record(
+        changes, known: known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
       do {
         try persist(
           records.flatMap {

@@ -427,6 +427,9 @@ struct StatusReport: Codable {
   var unreadable: [Unreadable]?
   /// Paths with a version whose content cannot be provided for upload; absent when none.
   var heldBack: [String]?
+  /// Bytes of content this run put on the hub and fetched from it, as stored there.
+  var contentBytesSent: UInt64?
+  var contentBytesReceived: UInt64?
 
   init(_ status: SyncStatus, mountPoint: String) {
     self.mountPoint = mountPoint
@@ -462,6 +465,8 @@ struct StatusReport: Codable {
       }
     }
     if !status.heldBack.isEmpty { heldBack = status.heldBack.map(\.description) }
+    contentBytesSent = status.contentBytesSent
+    contentBytesReceived = status.contentBytesReceived
   }
 
   /// A docsync mount whose process has ended.

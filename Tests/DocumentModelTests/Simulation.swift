@@ -218,6 +218,7 @@ struct Schedule {
     var deviceName = good.deviceName
     var origin = good.origin
     var contentTime = good.contentTime
+    var chunks = good.chunks
     let day: UInt64 = 86_400_000
     switch rng.below(16) {
     case 0: components[components.count - 1] = Array(rng.pick([".", ".."]).utf8)
@@ -260,13 +261,45 @@ struct Schedule {
       content = rng.chance(50) ? .deletion : .directory
       contentTime = Int64(bitPattern: rng.next())
     }
+    // A bad chunk root instead, for one message in eight: chosen by the message's id, not by
+    // the generator, so that every seed's schedule stays the one it was before chunks.
+    let pick = message.id.bytes
+    if pick[0] % 8 == 0 {
+      let size = good.content.size ?? 0
+      components = good.path.components
+      modified = good.modified
+      deviceName = good.deviceName
+      origin = good.origin
+      switch pick[1] % 3 {
+      case 0:
+        // A chunk root on a folder or a deletion.
+        content = pick[2] % 2 == 0 ? .deletion : .directory
+        contentTime = nil
+        chunks = ContentRoot(id: Digest256.sha256([1]), height: 1, size: 1)
+      case 1:
+        // A chunk root that does not cover the file's bytes.
+        content = .file(
+          hash: good.content.blobHash ?? ContentHash(of: []), size: size, executable: false)
+        contentTime = good.contentTime ?? 0
+        chunks = ContentRoot(
+          id: Digest256.sha256([2]), height: 1, size: size + 1 + UInt64(pick[3]))
+      default:
+        // A tree higher than any device makes.
+        content = .file(
+          hash: good.content.blobHash ?? ContentHash(of: []), size: size, executable: false)
+        contentTime = good.contentTime ?? 0
+        chunks = ContentRoot(
+          id: Digest256.sha256([3]), height: ContentRoot.maximumHeight + 1 + pick[3] % 100,
+          size: size)
+      }
+    }
     // Built as another device's program would send it, with the id its bytes hash to: the
     // checked initializer refuses some of these fields (the root) before they could be sent.
     let fields = { (id: VersionID) in
       VersionRecord(
         storedID: id, path: DocumentPath(components: components), content: content,
         parents: good.parents, modified: modified, deviceID: good.deviceID,
-        deviceName: deviceName, origin: origin, contentTime: contentTime)
+        deviceName: deviceName, origin: origin, contentTime: contentTime, chunks: chunks)
     }
     let bad = fields(VersionID(.sha256(fields(good.id).encoded)))
     let before = (devices[device].set.count, devices[device].library, devices[device].author.clock)
@@ -328,6 +361,8 @@ struct Schedule {
     case .timeOutOfRange: "time out of range"
     case .timeTooFarAhead: "time too far ahead"
     case .notLaterThanParent: "not later than parent"
+    case .chunksWithoutFile: "chunks without file"
+    case .chunksDoNotFit: "chunks do not fit"
     }
   }
 
@@ -337,7 +372,8 @@ struct Schedule {
   static let everyOfferedProblem: Set<String> = [
     "bad component", "component too long", "path too long", "reserved path",
     "origin path", "size too large", "content time without content", "bad device name",
-    "time out of range", "time too far ahead", "not later than parent",
+    "time out of range", "time too far ahead", "not later than parent", "chunks without file",
+    "chunks do not fit",
   ]
 
   // MARK: local work

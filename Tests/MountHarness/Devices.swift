@@ -23,6 +23,9 @@ public struct DeviceStatus: Decodable, Sendable {
   public var waiting: [Waiting]?
   /// Paths with a version that cannot be uploaded (its content cannot be read here).
   public var heldBack: [String]?
+  /// Bytes of content this run of the daemon put on the hub and fetched from it, as stored.
+  public var contentBytesSent: UInt64?
+  public var contentBytesReceived: UInt64?
 
   public struct Waiting: Decodable, Sendable, Equatable {
     public var path: String

@@ -12,8 +12,8 @@ import Testing
 struct BlobHandOverTests {
   @Test func aSavedLargeFileMovesToTheHubInsteadOfBeingCopied() async throws {
     let library = Library()
-    let a = try library.device("a")
-    let b = try library.device("b")
+    let a = try library.device("a", chunks: false)
+    let b = try library.device("b", chunks: false)
     // Paused, the engine still records the save (its blob) but does not push it yet.
     a.engine.pause()
     let first = Self.largeText(seed: 1)
@@ -49,7 +49,7 @@ struct BlobHandOverTests {
   /// copied to the hub, never moved.
   @Test func contentThatMustStayIsCopiedNotMoved() async throws {
     let library = Library()
-    let a = try library.device("a")
+    let a = try library.device("a", chunks: false)
     a.engine.pause()
     let patterns = Self.largeText(seed: 3)
     try a.write(".docsyncignore", patterns)

@@ -62,8 +62,8 @@ struct DamagedBlobTests {
 struct DamagedHubBlobTests {
   @Test func aDamagedHubBlobIsPutAgainByTheDeviceThatHasIt() async throws {
     let library = Library()
-    let a = try library.device("a")
-    let b = try library.device("b")
+    let a = try library.device("a", chunks: false)
+    let b = try library.device("b", chunks: false)
     try a.write("doc.txt", "first\n")
     try await a.sync()
     try await b.sync()

@@ -1,3 +1,4 @@
+import ContentModel
 import DocumentFileSystem
 import DocumentModel
 import Foundation
@@ -19,6 +20,11 @@ struct DisplacedContentTests {
   }
 
   func hash(_ text: String) -> [UInt8] { ContentHash(of: Array(text.utf8)).bytes }
+
+  /// The hub's names of a small text: its blob's hash and its one chunk's id.
+  func contentNames(_ text: String) -> [[UInt8]] {
+    [hash(text), ObjectHasher().id(of: Array(text.utf8), kind: .chunk).bytes]
+  }
 
   func names(_ device: Device, _ folder: String) throws -> [String] {
     let inode = try device.inode(folder)
@@ -71,7 +77,7 @@ struct DisplacedContentTests {
     try await b.sync()
     try b.write("plan.md", "theirs\n")
     try await b.sync()
-    hub.refuseContent([hash("mine\n"), hash("base\n")])
+    hub.refuseContent(Set(contentNames("mine\n") + contentNames("base\n")))
     try await a.sync()
     #expect(try a.read("plan.md") == "theirs\n")
     hub.setUnreachable(true)

@@ -18,15 +18,21 @@ final class Device: @unchecked Sendable {
   let engine: SyncEngine
   let me = Caller(uid: getuid(), gid: getgid())
 
-  convenience init(folder: String, hub: String, name: String) throws {
-    try self.init(folder: folder, hub: try openHub(location: hub), hubDescription: hub, name: name)
+  convenience init(folder: String, hub: String, name: String, chunks: Bool = true) throws {
+    try self.init(
+      folder: folder, hub: try openHub(location: hub), hubDescription: hub, name: name,
+      chunks: chunks)
   }
 
-  init(folder: String, hub: any Hub, hubDescription: String, name: String) throws {
+  /// With `chunks` false, new versions move whole blobs, as before chunks (and as versions
+  /// made then still do): the tests of what blobs do.
+  init(folder: String, hub: any Hub, hubDescription: String, name: String, chunks: Bool = true)
+    throws
+  {
     store = try LocalStore(directory: folder)
     engine = try SyncEngine(
       store: store, hub: hub, hubDescription: hubDescription, deviceName: name,
-      quietMilliseconds: 50)
+      quietMilliseconds: 50, contentInChunks: chunks)
     fileSystem = try DocumentFileSystem(store: store, engine: engine)
     // No kernel here: acknowledge invalidations as a FUSE adapter would after sending them.
     let queue = fileSystem.invalidations
@@ -125,8 +131,9 @@ struct Library {
     folder = ScratchFolder.make("docsync-engine")
   }
 
-  func device(_ name: String) throws -> Device {
-    try Device(folder: folder + "/" + name, hub: folder + "/hub.sqlite", name: name)
+  func device(_ name: String, chunks: Bool = true) throws -> Device {
+    try Device(
+      folder: folder + "/" + name, hub: folder + "/hub.sqlite", name: name, chunks: chunks)
   }
 
   /// A device whose hub counts the engine's looks.

@@ -19,11 +19,11 @@ final class SwitchableHub: Hub {
   /// Fetches of these blobs fail as an unreachable hub's do; nil: every fetch.
   func refuseContent(_ hashes: Set<[UInt8]>?) { switches.withLock { $0.refusedContent = hashes } }
 
-  private func reach() throws(HubError) {
+  fileprivate func reach() throws(HubError) {
     if switches.withLock({ $0.unreachable }) { throw .unreachable("switched off by the test") }
   }
 
-  private func reachContent(_ hash: [UInt8]) throws(HubError) {
+  fileprivate func reachContent(_ hash: [UInt8]) throws(HubError) {
     try reach()
     let refused = switches.withLock { $0.refusedContent }
     if refused?.contains(hash) ?? true { throw .unreachable("content refused by the test") }
@@ -80,5 +80,33 @@ final class SwitchableHub: Hub {
   func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {
     try reach()
     return try await inner.erasures(after: cursor, limit: limit)
+  }
+}
+
+/// Objects pass through as blobs do: refused while the hub is unreachable, and a fetch refused
+/// when the test refuses every content or names the object's id among the refused.
+extension SwitchableHub: ObjectStore {
+  private var objectStore: any ObjectStore {
+    get throws(HubError) {
+      guard let store = inner as? any ObjectStore else { throw .failed("no object store") }
+      return store
+    }
+  }
+
+  func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
+    try reach()
+    return try await objectStore.missingObjects(ids)
+  }
+  func putObjects(_ objects: [HubObject]) async throws(HubError) {
+    try reach()
+    try await objectStore.putObjects(objects)
+  }
+  func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
+    for id in ids { try reachContent(id) }
+    return try await objectStore.objects(ids)
+  }
+  func wantedObjects() async throws(HubError) -> [[UInt8]] {
+    try reach()
+    return try await objectStore.wantedObjects()
   }
 }

@@ -25,10 +25,10 @@ struct UntrustedRecordsInProcessTests {
     for round in 0..<3 {
       let bad = Self.badRecords(after: first).shuffled(using: &random)
       let split = Int(random.next() % UInt64(bad.count + 1))
-      try await append(bad[..<split], to: hub)
+      try await append(bad[..<split], to: hub, content: first)
       try a.write("doc.txt", "edit \(round)\n")
       try await a.sync()
-      try await append(bad[split...], to: hub)
+      try await append(bad[split...], to: hub, content: first)
       try await b.sync()
       #expect(try b.read("doc.txt") == "edit \(round)\n", "seed \(seed)")
     }
@@ -90,12 +90,19 @@ struct UntrustedRecordsInProcessTests {
     ]
   }
 
-  private func append(_ records: ArraySlice<VersionRecord>, to hub: SQLiteHub) async throws {
+  /// Appends the records as another program could; each names the content of `version` on
+  /// the hub as that version does (its chunk root, or its blob), so that the hub takes it.
+  private func append(
+    _ records: ArraySlice<VersionRecord>, to hub: SQLiteHub, content version: VersionRecord
+  ) async throws {
     for record in records {
+      let named =
+        record.content.blobHash == version.content.blobHash
+        ? version.chunks.map { [$0.id.bytes] } : nil
       try await hub.append([
         HubRecord(
           id: record.id.bytes, payload: record.encoded,
-          blobs: record.content.blobHash.map { [$0.bytes] } ?? [])
+          blobs: named ?? record.content.blobHash.map { [$0.bytes] } ?? [])
       ])
     }
   }

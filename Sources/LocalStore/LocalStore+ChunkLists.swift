@@ -1,0 +1,58 @@
+import Foundation
+import GRDB
+
+extension LocalStore {
+  /// Keeps the chunk list of content `hash`: its encoded root and its chunks' entries, as the
+  /// content layer encodes them. A cache of what cutting the content gives again: it commits
+  /// without a flush, and a row lost in a crash is made again from the content when needed.
+  public func storeChunkList(hash: [UInt8], root: [UInt8], entries: [UInt8])
+    throws(LocalStoreError)
+  {
+    do {
+      try database.write { db in
+        try db.cachedStatement(
+          sql: "INSERT OR REPLACE INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)"
+        ).execute(arguments: [Data(hash), Data(root), Data(entries)])
+      }
+    } catch {
+      throw LocalStoreError(error)
+    }
+  }
+
+  /// The chunk list of content `hash`, if one is kept: its encoded root and its entries.
+  public func chunkList(hash: [UInt8]) throws(LocalStoreError) -> (
+    root: [UInt8], entries: [UInt8]
+  )? {
+    try reading { db in
+      try Row.fetchOne(
+        db.cachedStatement(sql: "SELECT root, entries FROM content_chunks WHERE hash = ?"),
+        arguments: [Data(hash)]
+      ).map { row in ([UInt8](row["root"] as Data), [UInt8](row["entries"] as Data)) }
+    }
+  }
+
+  /// Forgets the chunk lists of content this device no longer holds.
+  public func removeChunkLists(hashes: [[UInt8]]) throws(LocalStoreError) {
+    guard !hashes.isEmpty else { return }
+    do {
+      try database.write { db in
+        for hash in hashes {
+          try db.cachedStatement(sql: "DELETE FROM content_chunks WHERE hash = ?").execute(
+            arguments: [Data(hash)])
+        }
+      }
+    } catch {
+      throw LocalStoreError(error)
+    }
+  }
+
+  /// Every kept chunk list, one at a time: what a repair searches for an object the hub lost.
+  public func eachChunkList(_ body: ([UInt8], [UInt8]) -> Bool) throws(LocalStoreError) {
+    try reading { db in
+      let rows = try Row.fetchCursor(db, sql: "SELECT hash, entries FROM content_chunks")
+      while let row = try rows.next() {
+        if !body([UInt8](row["hash"] as Data), [UInt8](row["entries"] as Data)) { return }
+      }
+    }
+  }
+}

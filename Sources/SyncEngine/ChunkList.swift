@@ -1,0 +1,75 @@
+import ContentModel
+import DocumentModel
+
+/// The chunks of one content, in order, with the root of the manifest tree over them: what a
+/// device keeps beside content it holds, so that it can upload what the hub lacks and rebuild
+/// a new version from the chunks it shares with this one.
+struct ChunkList: Sendable {
+  let root: ContentRef
+  let entries: [ManifestEntry]
+
+  /// How this device cuts and names content (a plain library: unkeyed ids).
+  static let hasher = ObjectHasher()
+
+  init(entries: [ManifestEntry]) {
+    self.entries = entries
+    root = ManifestBuilder(hasher: Self.hasher).build(chunks: entries).root
+  }
+
+  /// The tree's nodes, bottom level first (children before parents, as the hub wants them).
+  var tree: ManifestTree { ManifestBuilder(hasher: Self.hasher).build(chunks: entries) }
+
+  /// What a record names.
+  var contentRoot: ContentRoot { ContentRoot(root) }
+
+  /// Each chunk and where it starts in the content.
+  var placed: [(entry: ManifestEntry, offset: UInt64)] {
+    var offset: UInt64 = 0
+    return entries.map { entry in
+      defer { offset += entry.size }
+      return (entry, offset)
+    }
+  }
+
+  /// The entries as stored: each the 32-byte id, then the size in 4 bytes (a chunk is at most
+  /// 256 KiB).
+  func encodedEntries() -> [UInt8] {
+    var out: [UInt8] = []
+    out.reserveCapacity(entries.count * 36)
+    for entry in entries {
+      out += entry.id.bytes
+      let size = UInt32(entry.size)
+      out += [
+        UInt8(size >> 24), UInt8((size >> 16) & 0xff), UInt8((size >> 8) & 0xff),
+        UInt8(size & 0xff),
+      ]
+    }
+    return out
+  }
+
+  /// A stored list, if it is whole and its chunks build the root it was stored with.
+  init?(root encodedRoot: [UInt8], entries encoded: [UInt8]) {
+    guard let root = try? ContentRef(decoding: encodedRoot), !encoded.isEmpty,
+      encoded.count % 36 == 0
+    else { return nil }
+    var entries: [ManifestEntry] = []
+    entries.reserveCapacity(encoded.count / 36)
+    var index = 0
+    while index < encoded.count {
+      let id = ObjectID(bytes: encoded[index..<(index + 32)])!
+      let size = encoded[(index + 32)..<(index + 36)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+      entries.append(ManifestEntry(id: id, size: size))
+      index += 36
+    }
+    self.init(entries: entries)
+    guard self.root == root else { return nil }
+  }
+}
+
+extension ContentRoot {
+  init(_ ref: ContentRef) {
+    self.init(id: ref.id.digest, height: ref.height, size: ref.size)
+  }
+
+  var ref: ContentRef { ContentRef(id: ObjectID(id), height: height, size: size) }
+}

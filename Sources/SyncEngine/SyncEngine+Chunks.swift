@@ -1,0 +1,549 @@
+import ContentModel
+import Crypto
+import DocumentModel
+import Glibc
+import Hub
+import LocalStore
+
+extension SyncEngine {
+  // MARK: - Content as chunks
+  //
+  // A file version whose record names a chunk root moves as objects (docs/content-layer.md):
+  // the push puts only the chunks and nodes the hub lacks, and a device that receives it copies
+  // the chunks it shares with content it holds (the version it follows, a copy's original) and
+  // fetches the rest. The device still keeps each content whole (a blob or a clean working
+  // file); its chunk list is kept beside it in the state database, as a cache that cutting the
+  // content again rebuilds.
+
+  /// The hub's object store, when it has one; a hub without one moves whole blobs.
+  var objectStore: (any ObjectStore)? { contentInChunks ? hub as? any ObjectStore : nil }
+
+  /// The most bytes of objects one `putObjects` or `objects` call carries.
+  static let objectBatchBytes = 8 << 20
+  /// The most ids one object call names.
+  static let objectBatchCount = 1024
+
+  /// Keeps the chunk list of content this device holds, for the versions made from it.
+  func keepChunkList(_ list: ChunkList, of hash: ContentHash) {
+    guard objectStore != nil else { return }
+    do {
+      try store.storeChunkList(
+        hash: hash.bytes, root: list.root.encoded(), entries: list.encodedEntries())
+    } catch {
+      logger.warning("cannot keep the chunk list of \(hash.hex): \(error)")
+    }
+  }
+
+  /// The kept chunk list of `hash`, if there is one and it is whole.
+  func storedChunkList(_ hash: ContentHash) -> ChunkList? {
+    guard let row = try? store.chunkList(hash: hash.bytes) else { return nil }
+    return ChunkList(root: row.root, entries: row.entries)
+  }
+
+  /// The chunk root a new version of content `hash` (of `size` bytes) names: that of its kept
+  /// chunk list, when the hub stores objects. Only a list this device made or checked counts:
+  /// a root copied from another device's record could name other bytes.
+  func chunkRoot(for hash: ContentHash, size: UInt64) -> ContentRoot? {
+    guard objectStore != nil, let list = storedChunkList(hash), list.root.size == size else {
+      return nil
+    }
+    return list.contentRoot
+  }
+
+  /// The chunk list of content this device holds: kept, or cut again from the content and
+  /// checked against `hash` (then kept). Reads a file: never under the lock.
+  func chunkList(of hash: ContentHash, preferring path: DocumentPath? = nil) -> ChunkList? {
+    if let list = storedChunkList(hash) { return list }
+    guard let fd = openContent(hash, preferring: path) else { return nil }
+    defer { close(fd) }
+    var sha: SHA256? = SHA256()
+    var splitter = ContentSplitter(hasher: ChunkList.hasher)
+    var offset: Int64 = 0
+    do throws(HubError) {
+      try BlobFile.copy(
+        from: fd, to: nil, at: &offset, hasher: &sha, owners: (.caller, .caller),
+        observe: { bytes in splitter.append(bytes) { _, _ in } })
+    } catch {
+      return nil
+    }
+    guard sha!.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else { return nil }
+    let list = ChunkList(entries: splitter.finish { _, _ in })
+    keepChunkList(list, of: hash)
+    return list
+  }
+
+  // MARK: Upload
+
+  /// Puts the chunks and nodes of the batch's chunked versions that the hub lacks, children
+  /// before parents; returns the versions whose content the hub has now. A version whose
+  /// content this device cannot read as its record names it is left out (the caller holds it
+  /// back, as it does a blob it cannot provide).
+  func uploadChunks(of batch: [VersionRecord]) async throws(SyncError) -> Set<VersionID> {
+    guard let objects = objectStore else { return [] }
+    struct Content {
+      var list: ChunkList
+      var path: DocumentPath
+      var versions: [VersionID]
+    }
+    var contents: [ContentHash: Content] = [:]
+    var order: [ContentHash] = []
+    for record in batch {
+      guard let root = record.chunks, case .file(let hash, _, _) = record.content else { continue }
+      if contents[hash] != nil {
+        if contents[hash]!.list.contentRoot == root { contents[hash]!.versions.append(record.id) }
+        continue
+      }
+      guard let list = chunkList(of: hash, preferring: record.path), list.contentRoot == root
+      else {
+        logger.error("cannot read the content of \(record.path) as its version names it")
+        continue
+      }
+      contents[hash] = Content(list: list, path: record.path, versions: [record.id])
+      order.append(hash)
+    }
+    guard !order.isEmpty else { return [] }
+    // Every distinct object, asked about once.
+    var trees: [ContentHash: ManifestTree] = [:]
+    var asked: [[UInt8]] = []
+    var seen: Set<ObjectID> = []
+    for hash in order {
+      let tree = contents[hash]!.list.tree
+      trees[hash] = tree
+      for entry in contents[hash]!.list.entries where seen.insert(entry.id).inserted {
+        asked.append(entry.id.bytes)
+      }
+      for node in tree.nodes where seen.insert(node.id).inserted { asked.append(node.id.bytes) }
+    }
+    var missing: Set<[UInt8]> = []
+    do {
+      for start in stride(from: 0, to: asked.count, by: Self.objectBatchCount) {
+        let part = Array(asked[start..<min(start + Self.objectBatchCount, asked.count)])
+        missing.formUnion(try await objects.missingObjects(part))
+      }
+    } catch {
+      throw SyncError(error)
+    }
+    let compressor = ObjectCompressor()
+    var pending: [HubObject] = []
+    var pendingBytes = 0
+    var sentBytes: UInt64 = 0
+    func flush() async throws(SyncError) {
+      guard !pending.isEmpty else { return }
+      do {
+        try await objects.putObjects(pending)
+      } catch {
+        throw SyncError(error)
+      }
+      for object in pending { missing.remove(object.id) }
+      sentBytes += UInt64(pendingBytes)
+      pending.removeAll(keepingCapacity: true)
+      pendingBytes = 0
+    }
+    func add(_ object: HubObject) async throws(SyncError) {
+      pending.append(object)
+      pendingBytes += object.data.count
+      if pendingBytes >= Self.objectBatchBytes || pending.count >= Self.objectBatchCount {
+        try await flush()
+      }
+    }
+    var failed: Set<ContentHash> = []
+    var queued: Set<[UInt8]> = []
+    for hash in order {
+      let content = contents[hash]!
+      let needed = content.list.placed.filter {
+        missing.contains($0.entry.id.bytes) && !queued.contains($0.entry.id.bytes)
+      }
+      guard !needed.isEmpty else { continue }
+      // The blob first; when it no longer holds the content (damaged here), a working file
+      // that still does makes it again, as for a blob's upload.
+      var remaining = needed[...]
+      var unreadable = false
+      for attempt in 0..<2 where !remaining.isEmpty {
+        if attempt == 1 && !restoreBlob(hash, replacing: unreadable) { break }
+        guard let fd = openContent(hash, preferring: content.path, anywhere: true) else {
+          continue
+        }
+        defer { close(fd) }
+        while let (entry, offset) = remaining.first {
+          // The same chunk twice in one file (a run of zeros) is put once.
+          if queued.contains(entry.id.bytes) {
+            remaining = remaining.dropFirst()
+            continue
+          }
+          let read = chunk(fd, entry, at: offset)
+          guard case .bytes(let bytes) = read else {
+            unreadable = read == .unreadable
+            break
+          }
+          queued.insert(entry.id.bytes)
+          try await add(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
+          remaining = remaining.dropFirst()
+        }
+      }
+      guard remaining.isEmpty else {
+        failed.insert(hash)
+        if unreadable {
+          // It may read again: kept, and tried at the next start.
+          logger.error("the content of \(content.path) cannot be read here; not uploaded")
+          continue
+        }
+        logger.error("the content of \(content.path) is damaged or changed here; not uploaded")
+        blobs.remove(hash)
+        withLock { noteMissing(hash, .damagedHere) }
+        continue
+      }
+    }
+    // Chunks of a content that failed stay out of nodes: its nodes would name what is absent.
+    try await flush()
+    for hash in order where !failed.contains(hash) {
+      for node in trees[hash]!.nodes
+      where missing.contains(node.id.bytes) && queued.insert(node.id.bytes).inserted {
+        try await add(
+          HubObject(
+            id: node.id.bytes, data: compressor.frame(node.encoded),
+            references: node.node.entries.map(\.id.bytes)))
+      }
+    }
+    try await flush()
+    withLock { objectBytesSent = saturatingSum(objectBytesSent, sentBytes) }
+    return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
+  }
+
+  /// The bytes of the chunk `entry` at `offset` of an open content, if they are still that
+  /// chunk.
+  func readChunk(_ fd: Int32, _ entry: ManifestEntry, at offset: UInt64) -> [UInt8]? {
+    if case .bytes(let bytes) = chunk(fd, entry, at: offset) { return bytes }
+    return nil
+  }
+
+  /// What reading the chunk `entry` at `offset` of an open content gives: its bytes, other
+  /// bytes (damaged, or a file changed since), or a read that fails (a failing disk: the file
+  /// may read again, and is kept).
+  func chunk(_ fd: Int32, _ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
+    let count = Int(entry.size)
+    var bytes = [UInt8](repeating: 0, count: count)
+    var done = 0
+    while done < count {
+      let got = bytes.withUnsafeMutableBytes {
+        pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+      }
+      if got < 0 && errno == EINTR { continue }
+      if got < 0 { return .unreadable }
+      if got == 0 { return .otherBytes }
+      done += got
+    }
+    guard ChunkList.hasher.id(of: bytes, kind: .chunk) == entry.id else { return .otherBytes }
+    return .bytes(bytes)
+  }
+
+  // MARK: Download
+
+  /// Content this device holds that a version of `hash` likely shares chunks with: the same
+  /// content at another path (a copy), what its paths show now, and the versions it follows
+  /// or was renamed from. At most four, each with a path whose clean working file may hold it.
+  /// Called with the lock held.
+  func chunkSources(for hash: ContentHash) -> [(hash: ContentHash, path: DocumentPath)] {
+    var sources: [(hash: ContentHash, path: DocumentPath)] = []
+    func consider(_ candidate: ContentHash?, _ path: DocumentPath) {
+      guard let candidate, sources.count < 4, !sources.contains(where: { $0.hash == candidate }),
+        holdsContent(candidate, preferring: path)
+      else { return }
+      sources.append((candidate, path))
+    }
+    for id in known.versions(withContent: hash).prefix(8) {
+      guard let record = known[id] else { continue }
+      consider(hash, record.path)
+      if let shownID = shown[record.path].map({ VersionID(digest($0.versionID)) }) {
+        consider(known[shownID]?.content.blobHash, record.path)
+      }
+      for parent in record.parents { consider(known[parent]?.content.blobHash, record.path) }
+      if let origin = record.origin {
+        consider(known[origin.version]?.content.blobHash, origin.path)
+      }
+    }
+    return sources
+  }
+
+  /// Fetches the content `hash` that a record names as chunks, into the blob store: chunks it
+  /// shares with content this device holds are copied from there, the rest come from the hub;
+  /// each is checked against its id, and the whole against `hash`, before it is installed.
+  /// `extraSources` are versions not yet known (a page being pulled). Returns nil when the
+  /// content is here, else why not. `durable` as for
+  /// ``BlobStore/install(temporary:descriptor:as:durable:)``.
+  func fetchChunked(
+    _ hash: ContentHash, root: ContentRoot, extraSources: [VersionRecord] = [],
+    durable: Bool = true
+  ) async throws(SyncError) -> (reason: ContentWait, hubWants: Bool)? {
+    guard let objects = objectStore else { return (.missingOnHub, false) }
+    let candidates = withLock { () -> [(hash: ContentHash, path: DocumentPath)] in
+      var found = chunkSources(for: hash)
+      for record in extraSources where found.count < 4 {
+        for parent in record.parents {
+          if let content = known[parent]?.content.blobHash,
+            !found.contains(where: { $0.hash == content }),
+            holdsContent(content, preferring: record.path)
+          {
+            found.append((content, record.path))
+          }
+        }
+        if let shownID = shown[record.path].map({ VersionID(digest($0.versionID)) }),
+          let content = known[shownID]?.content.blobHash,
+          !found.contains(where: { $0.hash == content })
+        {
+          found.append((content, record.path))
+        }
+      }
+      return found
+    }
+    // What this device holds, by object id: chunks (source, offset) and nodes.
+    var sources: [(fd: Int32, hash: ContentHash)] = []
+    defer { for source in sources { close(source.fd) } }
+    var localChunks: [ObjectID: (source: Int, offset: UInt64)] = [:]
+    var localNodes: [ObjectID: ManifestNode] = [:]
+    for candidate in candidates {
+      guard let list = chunkList(of: candidate.hash, preferring: candidate.path),
+        let fd = openContent(candidate.hash, preferring: candidate.path)
+      else { continue }
+      sources.append((fd, candidate.hash))
+      for (entry, offset) in list.placed where localChunks[entry.id] == nil {
+        localChunks[entry.id] = (sources.count - 1, offset)
+      }
+      for node in list.tree.nodes { localNodes[node.id] = node.node }
+    }
+    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    var receivedBytes: UInt64 = 0
+    func fetch(_ ids: [ObjectID]) async throws(SyncError) -> [ObjectID: [UInt8]] {
+      var result: [ObjectID: [UInt8]] = [:]
+      var unique: [ObjectID] = []
+      var seen: Set<ObjectID> = []
+      for id in ids where seen.insert(id).inserted { unique.append(id) }
+      for start in stride(from: 0, to: unique.count, by: Self.objectBatchCount) {
+        let part = unique[start..<min(start + Self.objectBatchCount, unique.count)]
+        let got: [[UInt8]: [UInt8]]
+        do {
+          got = try await objects.objects(part.map(\.bytes))
+        } catch {
+          throw SyncError(error)
+        }
+        for id in part {
+          if let data = got[id.bytes] {
+            result[id] = data
+            receivedBytes += UInt64(data.count)
+          }
+        }
+      }
+      return result
+    }
+    // The tree, level by level: nodes this device has are not fetched.
+    var level = [ManifestEntry(id: ObjectID(root.id), size: root.size)]
+    var height = root.height
+    while height > 0 {
+      let fetched = try await fetch(level.map(\.id).filter { localNodes[$0]?.height != height })
+      var next: [ManifestEntry] = []
+      for entry in level {
+        if let node = localNodes[entry.id], node.height == height, node.size == entry.size {
+          next += node.entries
+          continue
+        }
+        guard let framed = fetched[entry.id] else {
+          logger.error("the hub lacks part of the content \(hash.hex) (node \(entry.id.hex))")
+          return (.missingOnHub, false)
+        }
+        do throws(ManifestError) {
+          next += try verifier.node(framed, for: entry, height: height).entries
+        } catch {
+          logger.error("refused part of the content \(hash.hex) from the hub: \(error)")
+          return (.damagedOnHub, false)
+        }
+      }
+      level = next
+      height -= 1
+    }
+    guard let (temporary, fd) = blobs.temporaryFile() else {
+      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
+    }
+    var installed = false
+    defer {
+      if !installed {
+        close(fd)
+        unlink(temporary)
+      }
+    }
+    var sha = SHA256()
+    var offset: UInt64 = 0
+    var copiedBytes: UInt64 = 0
+    var start = 0
+    while start < level.count {
+      // A window of chunks: what is here is read, the rest is asked for in one call.
+      var end = start
+      var windowBytes: UInt64 = 0
+      while end < level.count && (end == start || windowBytes < UInt64(Self.objectBatchBytes))
+        && end - start < Self.objectBatchCount
+      {
+        windowBytes += level[end].size
+        end += 1
+      }
+      var plain: [ObjectID: [UInt8]] = [:]
+      var wanted: [ObjectID] = []
+      for entry in level[start..<end] where plain[entry.id] == nil {
+        if let (source, at) = localChunks[entry.id],
+          let bytes = readChunk(sources[source].fd, entry, at: at)
+        {
+          plain[entry.id] = bytes
+          copiedBytes += entry.size
+        } else {
+          wanted.append(entry.id)
+        }
+      }
+      let fetched = try await fetch(wanted)
+      for entry in level[start..<end] where plain[entry.id] == nil {
+        guard let framed = fetched[entry.id] else {
+          logger.error("the hub lacks part of the content \(hash.hex) (chunk \(entry.id.hex))")
+          return (.missingOnHub, false)
+        }
+        do throws(ManifestError) {
+          plain[entry.id] = try verifier.chunk(framed, for: entry)
+        } catch {
+          logger.error("refused part of the content \(hash.hex) from the hub: \(error)")
+          return (.damagedOnHub, false)
+        }
+      }
+      for entry in level[start..<end] {
+        let bytes = plain[entry.id]!
+        sha.update(data: bytes)
+        var done = 0
+        while done < bytes.count {
+          let wrote = bytes.withUnsafeBytes {
+            pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+          }
+          if wrote < 0 && errno == EINTR { continue }
+          guard wrote > 0 else {
+            throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
+          }
+          done += wrote
+        }
+        offset += entry.size
+      }
+      start = end
+    }
+    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }
+    guard sha.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else {
+      // Every object matched its id, so the record itself named chunks of other content.
+      logger.error("the chunks a version names for \(hash.hex) hold other content; refused")
+      return (.damagedOnHub, false)
+    }
+    installed = true
+    try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+    keepChunkList(ChunkList(entries: level), of: hash)
+    var info = stat()
+    if stat(blobs.path(hash), &info) == 0 {
+      withLock { verifiedBlobs[hash] = BlobIdentity(info) }
+    }
+    logger.debug(
+      """
+      fetched \(hash.hex) as \(level.count) chunk(s): \(copiedBytes) bytes from this device, \
+      \(receivedBytes) bytes from the hub
+      """)
+    return nil
+  }
+
+  /// Fetches small content of one chunk each together, into ``fetchedContent``, as
+  /// ``fetchSmallContent(_:)`` does for blobs; returns the hashes that arrived.
+  func fetchSmallChunked(_ items: [(hash: ContentHash, root: ContentRoot)]) async throws(SyncError)
+    -> Set<ContentHash>
+  {
+    guard let objects = objectStore else { return [] }
+    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    var arrived: Set<ContentHash> = []
+    var receivedBytes: UInt64 = 0
+    for start in stride(from: 0, to: items.count, by: 512) {
+      let part = items[start..<min(start + 512, items.count)]
+      let got: [[UInt8]: [UInt8]]
+      do {
+        got = try await objects.objects(part.map { $0.root.id.bytes })
+      } catch {
+        throw SyncError(error)
+      }
+      var plain: [ContentHash: [UInt8]] = [:]
+      for item in part {
+        guard let framed = got[item.root.id.bytes] else { continue }
+        receivedBytes += UInt64(framed.count)
+        let entry = ManifestEntry(id: ObjectID(item.root.id), size: item.root.size)
+        guard let bytes = try? verifier.chunk(framed, for: entry),
+          ContentHash(of: bytes) == item.hash
+        else { continue }
+        plain[item.hash] = bytes
+      }
+      withLock {
+        for (hash, bytes) in plain {
+          fetchedContent[hash] = bytes
+          arrived.insert(hash)
+        }
+      }
+    }
+    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }
+    return arrived
+  }
+
+  /// The chunk root under which a known version names content `hash`, if any does. Called with
+  /// the lock held.
+  func knownChunkRoot(of hash: ContentHash) -> ContentRoot? {
+    for id in known.versions(withContent: hash) {
+      if let root = known[id]?.chunks { return root }
+    }
+    return nil
+  }
+
+  // MARK: Repair
+
+  /// Puts again the objects the hub found damaged or lost, from the content this device
+  /// holds: a damaged chunk on the hub is mended with nobody acting.
+  func serveWantedObjects() async throws(SyncError) {
+    guard let objects = objectStore else { return }
+    var wanted: Set<ObjectID>
+    do {
+      wanted = Set(try await objects.wantedObjects().compactMap { ObjectID(bytes: $0) })
+    } catch {
+      throw SyncError(error)
+    }
+    guard !wanted.isEmpty else { return }
+    // Where each wanted object is: a chunk of held content, or a node of its tree. A walk of
+    // every kept list, only when the hub wants something (it found damage).
+    var hashes: [ContentHash] = []
+    try? store.eachChunkList { hash, _ in
+      if let digest = Digest256(bytes: hash) { hashes.append(ContentHash(digest)) }
+      return true
+    }
+    let compressor = ObjectCompressor()
+    var chunks: [HubObject] = []
+    var nodes: [HubObject] = []
+    for hash in hashes where !wanted.isEmpty {
+      guard let list = storedChunkList(hash) else { continue }
+      for node in list.tree.nodes where wanted.remove(node.id) != nil {
+        nodes.append(
+          HubObject(
+            id: node.id.bytes, data: compressor.frame(node.encoded),
+            references: node.node.entries.map(\.id.bytes)))
+      }
+      let needed = list.placed.filter { wanted.contains($0.entry.id) }
+      guard !needed.isEmpty, let fd = openContent(hash, anywhere: true) else { continue }
+      defer { close(fd) }
+      for (entry, offset) in needed {
+        if let bytes = readChunk(fd, entry, at: offset) {
+          chunks.append(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
+          wanted.remove(entry.id)
+        }
+      }
+    }
+    // Chunks before the nodes that name them.
+    let put = chunks + nodes
+    do {
+      if !put.isEmpty {
+        try await objects.putObjects(put)
+        logger.info("put \(put.count) object(s) the hub had lost again")
+      }
+    } catch {
+      throw SyncError(error)
+    }
+  }
+}
