@@ -78,6 +78,7 @@ let package = Package(
         .embedInCode("Migrations/v0007_row_checks_use_indexes.sql"),
         .embedInCode("Migrations/v0008_upload_sweep_uses_an_index.sql"),
         .embedInCode("Migrations/v0009_content_objects.sql"),
+        .embedInCode("Migrations/v0010_objects_freed_at_once.sql"),
       ],
       swiftSettings: strict
     ),
@@ -207,7 +208,7 @@ let package = Package(
     ),
     .testTarget(
       name: "EndToEndTests",
-      dependencies: ["MountHarness", "DocumentModel"],
+      dependencies: ["MountHarness", "DocumentModel", "ContentModel"],
       swiftSettings: strict
     ),
   ]

@@ -33,8 +33,9 @@ public final class ObjectCompressor {
         compression, buffer.baseAddress! + 1, bound, plain.baseAddress, plain.count, level)
     }
     if ZSTD_isError(written) == 0 && written < plain.count - plain.count / 32 {
-      out.removeLast(out.count - 1 - written)
-      return out
+      // A copy of its own size: `removeLast` would keep the whole bound's capacity, and a
+      // batch of small frames then held a quarter of a MiB each (312 MiB of a push's peak).
+      return Array(out[0..<(1 + written)])
     }
     var raw: [UInt8] = [ObjectFrame.raw.rawValue]
     raw.reserveCapacity(plain.count + 1)

@@ -132,27 +132,47 @@ extension SQLiteHub: ObjectStore {
     }
   }
 
-  /// Deletes the objects that no record reaches and that are older than the grace period:
-  /// marks from every id that records name, through the nodes' references, then sweeps. In the
-  /// transaction of a prune or a forget, after it dropped what the records named. Memory: the
-  /// nodes' references and the set of reached ids (about 100 bytes per reached object).
-  static func sweepObjects(_ db: Database, touchedBefore cutoff: Int64) throws -> Int {
+  /// Deletes the objects that no record reaches and that are old (not put or found present
+  /// since `cutoff`) or were reached only through `released` (roots whose records prune or
+  /// forget just let go, whose space comes back now). An object that a recent node names
+  /// stays: an upload whose nodes are in but whose record is not yet must find its chunks.
+  /// Returns how many went.
+  static func sweepObjects(_ db: Database, touchedBefore cutoff: Int64, released: Set<Data> = [])
+    throws -> Int
+  {
     var references: [Data: Data] = [:]
-    let nodes = try Row.fetchCursor(db, sql: "SELECT id, refs FROM objects WHERE refs IS NOT NULL")
-    while let row = try nodes.next() { references[row["id"]] = row["refs"] }
-    var reached: Set<Data> = []
-    var pending = try Data.fetchAll(db, sql: "SELECT DISTINCT hash FROM record_blobs")
-    while let id = pending.popLast() {
-      guard reached.insert(id).inserted, let refs = references[id] else { continue }
-      for offset in stride(from: 0, to: refs.count, by: 32) {
-        pending.append(Data(refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)]))
+    var recentNodes: [Data] = []
+    let nodes = try Row.fetchCursor(
+      db, sql: "SELECT id, refs, touched FROM objects WHERE refs IS NOT NULL")
+    while let row = try nodes.next() {
+      references[row["id"]] = row["refs"]
+      if (row["touched"] as Int64) >= cutoff { recentNodes.append(row["id"]) }
+    }
+    func children(_ id: Data) -> [Data] {
+      guard let refs = references[id] else { return [] }
+      return stride(from: 0, to: refs.count, by: 32).map {
+        Data(refs[(refs.startIndex + $0)..<(refs.startIndex + $0 + 32)])
       }
+    }
+    var freed: Set<Data> = []
+    var pending = Array(released)
+    while let id = pending.popLast() {
+      if freed.insert(id).inserted { pending += children(id) }
+    }
+    var reached: Set<Data> = []
+    pending = try Data.fetchAll(db, sql: "SELECT DISTINCT hash FROM record_blobs")
+    pending += recentNodes.filter { !freed.contains($0) }
+    while let id = pending.popLast() {
+      if reached.insert(id).inserted { pending += children(id) }
     }
     var doomed: [Int64] = []
     let old = try Row.fetchCursor(
-      db, sql: "SELECT rowid, id FROM objects WHERE touched < ?", arguments: [cutoff])
+      db, sql: "SELECT rowid, id, touched FROM objects")
     while let row = try old.next() {
-      if !reached.contains(row["id"] as Data) { doomed.append(row["rowid"]) }
+      let id = row["id"] as Data
+      if !reached.contains(id) && ((row["touched"] as Int64) < cutoff || freed.contains(id)) {
+        doomed.append(row["rowid"])
+      }
     }
     for start in stride(from: 0, to: doomed.count, by: 500) {
       let batch = doomed[start..<min(start + 500, doomed.count)]

@@ -39,7 +39,7 @@ extension SQLiteHub {
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 0)", arguments: [Data(id)])
       }
       let dropped = try Self.dropUnnamed(hashes, db)
-      _ = try Self.sweepObjects(db, touchedBefore: cutoff)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes)
       return dropped
     }
     try await removeBlobFiles(dropped)
@@ -68,7 +68,7 @@ extension SQLiteHub {
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 1)", arguments: [Data(id)])
       }
       let dropped = try Self.dropUnnamed(hashes, db)
-      _ = try Self.sweepObjects(db, touchedBefore: cutoff)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes)
       return dropped
     }
     try await removeBlobFiles(dropped)

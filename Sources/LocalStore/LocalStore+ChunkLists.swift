@@ -8,11 +8,21 @@ extension LocalStore {
   public func storeChunkList(hash: [UInt8], root: [UInt8], entries: [UInt8])
     throws(LocalStoreError)
   {
+    try storeChunkLists([(hash, root, entries)])
+  }
+
+  /// Keeps several chunk lists in one transaction (the small files of a pull).
+  public func storeChunkLists(_ lists: [(hash: [UInt8], root: [UInt8], entries: [UInt8])])
+    throws(LocalStoreError)
+  {
+    guard !lists.isEmpty else { return }
     do {
       try database.write { db in
-        try db.cachedStatement(
-          sql: "INSERT OR REPLACE INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)"
-        ).execute(arguments: [Data(hash), Data(root), Data(entries)])
+        for list in lists {
+          try db.cachedStatement(
+            sql: "INSERT OR REPLACE INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)"
+          ).execute(arguments: [Data(list.hash), Data(list.root), Data(list.entries)])
+        }
       }
     } catch {
       throw LocalStoreError(error)

@@ -18,12 +18,14 @@ enum Migrations {
     (7, "v0007_row_checks_use_indexes", PackageResources.v0007_row_checks_use_indexes_sql),
     (8, "v0008_upload_sweep_uses_an_index", PackageResources.v0008_upload_sweep_uses_an_index_sql),
     (9, "v0009_content_objects", PackageResources.v0009_content_objects_sql),
+    (10, "v0010_objects_freed_at_once", PackageResources.v0010_objects_freed_at_once_sql),
   ]
 
-  /// The last step a device needs to work correctly. Later steps only make a hub faster (step 8
-  /// adds an index) or add what devices do not use yet (step 9's content objects), so a device whose role may not apply them keeps working on a hub an
+  /// The last step a device needs to work correctly: step 9's content objects, which new
+  /// versions' content moves as. Later steps only change what prune and forget give back
+  /// (step 10), so a device whose role may not apply them keeps working on a hub an
   /// administrator has not upgraded yet, rather than refusing to sync until someone does.
-  static let required = 7
+  static let required = 9
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63

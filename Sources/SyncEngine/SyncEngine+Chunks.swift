@@ -173,6 +173,13 @@ extension SyncEngine {
           let read = chunk(fd, entry, at: offset)
           guard case .bytes(let bytes) = read else {
             unreadable = read == .unreadable
+            if read == .otherBytes && blobs.isBlobFile(fd, hash) {
+              // Never upload content that no longer matches its name: the blob goes, and a
+              // working file that still holds the content makes it again.
+              logger.error(
+                "local content \(hash.hex) does not match its hash and is not uploaded")
+              blobs.remove(hash)
+            }
             break
           }
           queued.insert(entry.id.bytes)
@@ -188,7 +195,7 @@ extension SyncEngine {
           continue
         }
         logger.error("the content of \(content.path) is damaged or changed here; not uploaded")
-        blobs.remove(hash)
+        // Fetched again unless the hub lacks it too (then it stays missing until restored).
         withLock { noteMissing(hash, .damagedHere) }
         continue
       }
@@ -347,7 +354,7 @@ extension SyncEngine {
         }
         guard let framed = fetched[entry.id] else {
           logger.error("the hub lacks part of the content \(hash.hex) (node \(entry.id.hex))")
-          return (.missingOnHub, false)
+          return try await absence(of: entry.id)
         }
         do throws(ManifestError) {
           next += try verifier.node(framed, for: entry, height: height).entries
@@ -399,7 +406,7 @@ extension SyncEngine {
       for entry in level[start..<end] where plain[entry.id] == nil {
         guard let framed = fetched[entry.id] else {
           logger.error("the hub lacks part of the content \(hash.hex) (chunk \(entry.id.hex))")
-          return (.missingOnHub, false)
+          return try await absence(of: entry.id)
         }
         do throws(ManifestError) {
           plain[entry.id] = try verifier.chunk(framed, for: entry)
@@ -447,6 +454,18 @@ extension SyncEngine {
     return nil
   }
 
+  /// Why the hub lacks object `id`: it found its copy damaged and wants it put again, or it
+  /// never had it (a device that has the content puts it when it syncs).
+  func absence(of id: ObjectID) async throws(SyncError) -> (reason: ContentWait, hubWants: Bool) {
+    guard let objects = objectStore else { return (.missingOnHub, false) }
+    do {
+      if try await objects.wantedObjects().contains(id.bytes) { return (.damagedOnHub, true) }
+    } catch {
+      throw SyncError(error)
+    }
+    return (.missingOnHub, false)
+  }
+
   /// Fetches small content of one chunk each together, into ``fetchedContent``, as
   /// ``fetchSmallContent(_:)`` does for blobs; returns the hashes that arrived.
   func fetchSmallChunked(_ items: [(hash: ContentHash, root: ContentRoot)]) async throws(SyncError)
@@ -479,6 +498,17 @@ extension SyncEngine {
           fetchedContent[hash] = bytes
           arrived.insert(hash)
         }
+      }
+      // Kept, so that this device can put them again should the hub lose them.
+      let lists = part.filter { plain[$0.hash] != nil }.map { item in
+        let list = ChunkList(
+          entries: [ManifestEntry(id: ObjectID(item.root.id), size: item.root.size)])
+        return (item.hash.bytes, list.root.encoded(), list.encodedEntries())
+      }
+      do {
+        try store.storeChunkLists(lists)
+      } catch {
+        logger.warning("cannot keep the chunk lists of fetched content: \(error)")
       }
     }
     withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }

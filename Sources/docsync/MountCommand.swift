@@ -373,9 +373,12 @@ struct MountCommand: ParsableCommand {
     let engine: SyncEngine
     do {
       library.record(hub: hubLocation)
+      // DOCSYNC_CONTENT=blobs moves new versions' content as whole blobs, as before chunks:
+      // for the tests of what blobs still do (versions made before chunks, merges).
       engine = try SyncEngine(
         store: store, hub: hubInstance, hubDescription: LibraryRecord.shown(hubLocation),
-        deviceName: device ?? Self.hostName())
+        deviceName: device ?? Self.hostName(),
+        contentInChunks: ProcessInfo.processInfo.environment["DOCSYNC_CONTENT"] != "blobs")
     } catch {
       throw CommandFailure("cannot start syncing: \(error)")
     }

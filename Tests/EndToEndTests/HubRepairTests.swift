@@ -1,3 +1,4 @@
+import ContentModel
 import DocumentModel
 import Foundation
 import MountHarness
@@ -111,11 +112,29 @@ struct HubBytes {
 
   private var isPostgres: Bool { library.hub.hasPrefix("postgres") }
 
-  /// One flipped byte in the first chunk of the blob of `content` (which fits in one chunk).
+  /// The id of the one chunk that holds `content` (a short text), as a device names it.
+  static func chunkID(_ content: String) -> String {
+    ObjectHasher().id(of: Array(content.utf8), kind: .chunk).hex
+  }
+
+  /// One flipped byte in the hub's copy of `content` (which fits in one chunk): in its object,
+  /// when the hub has it as one, else in the first chunk of its blob.
   func damage(_ content: String) throws {
     var bytes = Array(content.utf8)
     bytes[0] ^= 0x20
     let key = ContentHash(of: Array(content.utf8)).hex
+    let id = Self.chunkID(content)
+    if try storedObject(id) != nil {
+      // A raw frame: the frame byte 0, then the bytes (a short text does not compress).
+      let frame = "00" + hexOf(bytes)
+      if isPostgres {
+        try psql(
+          "UPDATE docsync.objects SET data = '\\x\(frame)'::bytea WHERE id = '\\x\(id)'::bytea")
+      } else {
+        try sqlite("UPDATE objects SET data = X'\(frame)' WHERE id = X'\(id)'")
+      }
+      return
+    }
     if isPostgres {
       try psql(
         """
@@ -131,8 +150,22 @@ struct HubBytes {
     }
   }
 
-  /// The stored bytes of the blob of `content`; nil when the hub has no such blob.
+  /// The stored frame of object `id` (hex), or nil.
+  private func storedObject(_ id: String) throws -> [UInt8]? {
+    let output =
+      isPostgres
+      ? try psql("SELECT encode(data, 'hex') FROM docsync.objects WHERE id = '\\x\(id)'::bytea")
+      : try sqlite("SELECT lower(hex(data)) FROM objects WHERE id = X'\(id)'")
+    let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
+    return text.isEmpty ? nil : bytes(fromHex: text)
+  }
+
+  /// The stored bytes of `content` (a short text): its object's, without the raw frame's
+  /// byte, or its blob's; nil when the hub has neither.
   func stored(_ content: String) throws -> [UInt8]? {
+    if let frame = try storedObject(Self.chunkID(content)) {
+      return frame.first == 0 ? Array(frame.dropFirst()) : frame
+    }
     let key = ContentHash(of: Array(content.utf8)).hex
     let output =
       isPostgres
@@ -151,6 +184,10 @@ struct HubBytes {
         """)
     let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
     guard !text.isEmpty else { return nil }
+    return bytes(fromHex: text)
+  }
+
+  private func bytes(fromHex text: String) -> [UInt8] {
     var bytes: [UInt8] = []
     var index = text.startIndex
     while index < text.endIndex {
@@ -161,13 +198,15 @@ struct HubBytes {
     return bytes
   }
 
-  /// How many blobs the hub waits for a device to put again.
+  /// How many blobs and objects the hub waits for a device to put again.
   func wantedCount() throws -> Int {
     let output =
       try isPostgres
-      ? psql("SELECT count(*) FROM docsync.wanted")
+      ? psql(
+        "SELECT (SELECT count(*) FROM docsync.wanted) + (SELECT count(*) FROM docsync.wanted_objects)"
+      )
       : sqlite(
-        "SELECT count(*) FROM wanted")
+        "SELECT (SELECT count(*) FROM wanted) + (SELECT count(*) FROM wanted_objects)")
     return Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
   }
 

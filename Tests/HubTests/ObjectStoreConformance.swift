@@ -28,6 +28,10 @@ enum ObjectStoreConformance {
     ("a prune sweeps what no record reaches, and keeps what another version shares", pruneSweeps),
     ("an upload whose record is not committed survives a prune", uploadSurvivesPrune),
     ("forgetting sweeps what only the forgotten records reached", forgetSweeps),
+    (
+      "prune and forget give back at once what only their records reached, but what a recent node names stays",
+      freedAtOnce
+    ),
     ("a damaged object is left out, wanted, and put back", damagedObjectRepaired),
   ]
 
@@ -171,6 +175,30 @@ enum ObjectStoreConformance {
     try await fixture.ageObjects()
     try await hub.forget(records: [document.id])
     #expect(try await hub.missingObjects([tree.id, a.id, b.id]) == [tree.id, a.id])
+  }
+
+  /// Nothing is aged here: the space of what only the pruned or forgotten records reached comes
+  /// back at once, while a chunk that a node just put names (an upload whose record is not
+  /// committed yet) stays with it, and so does what a live record reaches.
+  static func freedAtOnce(_ fixture: ObjectStoreFixture) async throws {
+    let hub = fixture.hub
+    try await hub.setRetention(RetentionPolicy.keep(milliseconds: 0).serialized)
+    let (a, b, c, d) = (chunk("a"), chunk("b"), chunk("c"), chunk("d"))
+    let tree = node("tree", [a, b])
+    let next = node("next", [b, c])
+    try await hub.putObjects([a, b, c, d, tree, next])
+    let (v1, v2) = versionPair(tree.id, next.id)
+    let document = makeRecord("document", blobs: [d.id])
+    try await hub.append([v1, v2, document])
+    // Another device's upload in flight: a node over the chunk only the document reaches.
+    let inFlight = node("in flight", [d, chunk("new")])
+    try await hub.putObjects([chunk("new"), inFlight])
+    try await hub.prune(records: [v1.id])
+    #expect(try await hub.missingObjects([tree.id, a.id]) == [tree.id, a.id])
+    #expect(try await hub.missingObjects([next.id, b.id, c.id]).isEmpty)
+    try await fixture.openAnother().forget(records: [document.id])
+    #expect(try await hub.missingObjects([d.id, inFlight.id, chunk("new").id]).isEmpty)
+    try await hub.append([makeRecord("in flight", blobs: [inFlight.id])])
   }
 
   static func damagedObjectRepaired(_ fixture: ObjectStoreFixture) async throws {
