@@ -41,6 +41,13 @@ extension LocalStore {
     }
   }
 
+  /// The contents whose chunk lists are kept.
+  public func chunkListHashes() throws(LocalStoreError) -> [[UInt8]] {
+    try reading { db in
+      try Data.fetchAll(db, sql: "SELECT hash FROM content_chunks").map { [UInt8]($0) }
+    }
+  }
+
   /// Forgets the chunk lists of content this device no longer holds.
   public func removeChunkLists(hashes: [[UInt8]]) throws(LocalStoreError) {
     guard !hashes.isEmpty else { return }

@@ -16,6 +16,27 @@ extension SyncEngine {
   /// How often the loop looks at the blob folder's size (milliseconds).
   static let contentCacheCheckMilliseconds: UInt64 = 60_000
 
+  /// How often the chunk lists of content this device no longer holds are let go
+  /// (milliseconds).
+  static let chunkListTrimMilliseconds: UInt64 = 3_600_000
+
+  /// Lets go of the chunk lists of content that is neither `needed` nor a blob here: a year of
+  /// daily saves of a large file would otherwise keep a list for each (16,000 rows of 36 bytes
+  /// a GiB). A list let go too early is only made again by cutting the content.
+  func trimChunkLists(keeping needed: Set<String>) {
+    guard let hashes = try? store.chunkListHashes() else { return }
+    let gone = hashes.filter { hash in
+      guard let digest = Digest256(bytes: hash) else { return true }
+      let content = ContentHash(digest)
+      return !needed.contains(content.hex) && !blobs.contains(content)
+    }
+    do {
+      try store.removeChunkLists(hashes: gone)
+    } catch {
+      logger.warning("cannot let go of chunk lists: \(error)")
+    }
+  }
+
   /// Trims the cache of earlier versions' content to ``contentCacheBytes`` when it is due
   /// (once a minute), or now when `force`. Walks the blob folder outside the lock.
   func trimContentCacheIfDue(force: Bool = false) {
@@ -50,7 +71,13 @@ extension SyncEngine {
       }
       closedir(dir)
     }
-    guard total > Self.contentCacheBytes else { return }
+    let chunkListsDue = withLock { () -> Bool in
+      guard force || now >= saturatingSum(lastChunkListTrim, Self.chunkListTrimMilliseconds)
+      else { return false }
+      lastChunkListTrim = now
+      return true
+    }
+    guard total > Self.contentCacheBytes || chunkListsDue else { return }
     let needed = withLock { () -> Set<String> in
       var needed: Set<String> = []
       for id in outbox { if let hash = known[id]?.content.blobHash { needed.insert(hash.hex) } }
@@ -67,6 +94,10 @@ extension SyncEngine {
       for hash in missingBlobs.keys { needed.insert(hash.hex) }
       return needed
     }
+    defer {
+      if chunkListsDue { trimChunkLists(keeping: needed) }
+    }
+    guard total > Self.contentCacheBytes else { return }
     var removed = 0
     for file in files.filter({ !needed.contains($0.hex) }).sorted(by: { $0.used < $1.used }) {
       guard total > Self.contentCacheBytes else { break }

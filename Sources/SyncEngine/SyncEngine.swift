@@ -116,6 +116,8 @@ public final class SyncEngine: @unchecked Sendable {
   /// compressed): what chunks save shows here.
   var objectBytesSent: UInt64 = 0
   var objectBytesReceived: UInt64 = 0
+  /// When the chunk lists of content no longer held were last let go (monotonic ms).
+  var lastChunkListTrim: UInt64 = 0
   /// Paths of a window whose files are being hashed, outside the lock.
   var recording: Set<DocumentPath> = []
   /// Paths whose content could not be read or copied for upload, and when to try again.
