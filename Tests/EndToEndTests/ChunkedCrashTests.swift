@@ -55,4 +55,82 @@ struct ChunkedCrashTests {
       #expect(!b.log().contains("refused"), "\(b.logTail())")
     }
   }
+
+  @Test(
+    "kill -9 at random moments of prunes of chunked versions: the current files stay whole, nothing dangles",
+    .needs(), .docsyncOnly)
+  func killAtRandomMomentsOfPrunesLosesNothing() throws {
+    try Library.with(hub: .sqlite) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      let source = "\(library.base)/large.bin"
+      try check(["sh", "-c", "head -c 41943040 /dev/urandom > \"$1\"", "sh", source])
+      try check(["cp", source, a.path("large.bin")])
+      try library.sync(a, b)
+      _ = try check(
+        a.asOwner([try MountFixture.docsyncBinary(), "retention", a.mountPoint, "--keep", "0"]),
+        env: a.environment)
+      for round in 0..<8 {
+        // A few versions that share most of their chunks, for the prune to let go.
+        for edit in 0..<3 {
+          try check([
+            "sh", "-c",
+            "head -c 65536 /dev/urandom | dd of=\"$1\" bs=64k seek=$2 conv=notrunc status=none",
+            "sh", source, "\((round * 3 + edit) * 7 % 600)",
+          ])
+          try check(["cp", source, a.path("large.bin")])
+          try a.sync()
+        }
+        try b.sync()
+        let prune = Process()
+        prune.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        prune.arguments = a.asOwner([try MountFixture.docsyncBinary(), "prune", a.mountPoint])
+        prune.environment = ProcessInfo.processInfo.environment.merging(a.environment) { $1 }
+        prune.standardOutput = FileHandle.nullDevice
+        prune.standardError = FileHandle.nullDevice
+        try prune.run()
+        let delay = UInt32.random(in: 0...400_000)
+        print("round \(round): kill -9 of A \(delay / 1000) ms into a prune")
+        usleep(delay)
+        try a.crash()
+        prune.waitUntilExit()
+        try expectNothingDangles(library)
+        try a.mount()
+        try library.sync(a, b)
+        for device in [a, b] { try check(["cmp", source, device.path("large.bin")]) }
+      }
+      // A last prune, uninterrupted, and the files still read.
+      _ = try check(
+        a.asOwner([try MountFixture.docsyncBinary(), "prune", a.mountPoint]), env: a.environment)
+      try expectNothingDangles(library)
+      try library.sync(a, b)
+      for device in [a, b] { try check(["cmp", source, device.path("large.bin")]) }
+    }
+  }
+}
+
+/// Every object a record of the SQLite hub reaches, through the nodes' references, is on the
+/// hub (or a blob): a node is stored only once everything it names is, and a sweep never
+/// takes what a record still reaches.
+func expectNothingDangles(
+  _ library: Library, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+  let dangling = try check([
+    "sqlite3", library.hub,
+    """
+    WITH RECURSIVE named(id) AS (
+      SELECT hash FROM record_blobs
+      UNION
+      SELECT substr(o.refs, 32 * k.n + 1, 32) FROM named
+        JOIN objects AS o ON o.id = named.id
+        JOIN (WITH RECURSIVE n(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM n WHERE n < 1023)
+          SELECT n FROM n) AS k ON o.refs IS NOT NULL AND 32 * k.n < length(o.refs)
+    )
+    SELECT count(*) FROM named
+    WHERE id NOT IN (SELECT id FROM objects) AND id NOT IN (SELECT hash FROM blobs)
+    """,
+  ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+  #expect(
+    dangling == "0", "\(dangling) object(s) reached from records are not on the hub",
+    sourceLocation: sourceLocation)
 }
