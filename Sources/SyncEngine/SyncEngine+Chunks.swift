@@ -25,12 +25,17 @@ extension SyncEngine {
 
   /// Keeps the chunk list of content this device holds, for the versions made from it.
   func keepChunkList(_ list: ChunkList, of hash: ContentHash) {
-    guard objectStore != nil else { return }
+    keepChunkLists([(hash, list)])
+  }
+
+  /// Keeps several chunk lists in one commit.
+  func keepChunkLists(_ lists: [(ContentHash, ChunkList)]) {
+    guard objectStore != nil, !lists.isEmpty else { return }
     do {
-      try store.storeChunkList(
-        hash: hash.bytes, root: list.root.encoded(), entries: list.encodedEntries())
+      try store.storeChunkLists(
+        lists.map { ($0.0.bytes, $0.1.root.encoded(), $0.1.encodedEntries()) })
     } catch {
-      logger.warning("cannot keep the chunk list of \(hash.hex): \(error)")
+      logger.warning("cannot keep the chunk lists of \(lists.count) content(s): \(error)")
     }
   }
 

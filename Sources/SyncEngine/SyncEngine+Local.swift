@@ -23,15 +23,19 @@ extension SyncEngine {
     var hashed: [String] = []
     // Many files (cp -r, tar x) are made durable together, with one flush, not two per file.
     let batch = window.toHash.count > 1
+    // Their chunk lists are kept together too: one commit, not one a file.
+    var lists: [(ContentHash, ChunkList)] = []
     for job in window.toHash {
       do {
-        let content = try hashFile(job, durable: !batch)
+        let content = try hashFile(job, durable: !batch) { lists.append(($0, $1)) }
         after[job.path] = content
         if let hash = content.blobHash { hashed.append(hash.hex) }
       } catch {
         unreadable[job.path] = error.description
       }
     }
+    // Before the records that name their roots are made (``chunkRoot(for:size:)``).
+    keepChunkLists(lists)
     // The files, the blobs and their names reach the disk before any record that names them.
     // Also when the window waits: a blob already in the store is not written again, so the
     // next window's records would name these without making them durable.
@@ -109,7 +113,11 @@ extension SyncEngine {
   /// first (fsynced here, or with its batch when `durable` is false, before the window's
   /// records): a version must never name content that a power cut can take back from the
   /// file, or the older content would come back as a new local edit.
-  func hashFile(_ job: HashJob, durable: Bool = true) throws(SyncError) -> VersionContent {
+  ///
+  /// The content's chunk list is kept, or handed to `collect` to keep with others.
+  func hashFile(
+    _ job: HashJob, durable: Bool = true, collect: ((ContentHash, ChunkList) -> Void)? = nil
+  ) throws(SyncError) -> VersionContent {
     let fd = openat(
       store.workingFiles, LocalStore.workingFileName(job.inode), workingFileReadFlags)
     guard fd >= 0 else {
@@ -118,7 +126,7 @@ extension SyncEngine {
     defer { close(fd) }
     if durable { _ = fsync(fd) }
     let (hash, copied, chunks) = try blobs.add(from: fd, durable: durable)
-    keepChunkList(chunks, of: hash)
+    if let collect { collect(hash, chunks) } else { keepChunkList(chunks, of: hash) }
     return .file(hash: hash, size: UInt64(copied), executable: job.executable)
   }
 
