@@ -248,6 +248,9 @@ extension SyncEngine {
       record.changeTime == ctime
         || tree.changeTimeBeforeRenames(at: job.path, changeTime: ctime) == record.changeTime
     else { return nil }
+    // The new version names the chunk root hashing would have given it (`chunkRoot(for:)`
+    // finds the list kept then); content without a kept list is read, which keeps one.
+    if objectStore != nil && chunkRoot(for: hash, size: size) == nil { return nil }
     return .file(hash: hash, size: size, executable: executable)
   }
 
