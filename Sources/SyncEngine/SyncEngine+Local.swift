@@ -29,6 +29,10 @@ extension SyncEngine {
         after[job.path] = content
         if let hash = content.blobHash { hashed.append(hash.hex) }
       } catch {
+        // Gone since the window looked: the path holds nothing now, and its removal waits in
+        // the log. A background `git gc` unlinks thousands of loose objects while their
+        // window is hashed; holding the window back for them made `docsync sync` fail.
+        if withLock({ tree?.entry(at: job.path) == nil }) { continue }
         unreadable[job.path] = error.description
       }
     }
