@@ -13,7 +13,10 @@
   in 100 folders), then one that holds a 1 GiB file (--quick: 2k files, 256 MiB), until
   `docsync sync` returns, against `rsync -a` of the same data between two local folders plus
   `sync`, with the CPU the new device's daemon used; and the first device's push of the same
-  data (`cp -a` into its mount until `docsync sync` returns).
+  data (`cp -a` into its mount until `docsync sync` returns);
+- unmount after many changes: from `docsync unmount` to the daemon's exit right after one
+  quiet window of 10,000 renames, of a move of those files' folder, and of a git checkout that
+  rewrites them (--quick: 2,000), each on a mount of its own with a SQLite hub.
 
 Throughput and initial sync are medians of --rounds rounds (3 by default, as the targets are
 stated); each round's figures are printed and kept in the JSON. Every initial-sync round of small
@@ -349,6 +352,64 @@ def initial_syncs(args, kind, what, fill, figures):
           f"(cp -a + docsync sync) {figures[f'initial_{kind}_push_s']:.2f} s")
 
 
+def unmount_after(args, shape, count):
+    """Seconds from `docsync unmount` to the daemon's exit, right after one quiet window of
+    work on `count` files that were synced before it (issue 45): `rename` renames each file,
+    `folder` moves their folder, `checkout` is a git checkout that rewrites each one."""
+    base = f"{ROOT}/unmount-{shape}"
+    mount, state = f"{base}/mount", f"{base}/state"
+    os.makedirs(mount)
+    run(args.docsync, "mount", mount, "--state", state, "--hub", f"{base}/hub.sqlite",
+        "--device", "a")
+    try:
+        work = f"{mount}/work"
+        git = ["git", "-C", work, "-c", "user.name=bench", "-c", "user.email=bench@example.com"]
+        if shape == "checkout":
+            run("git", "init", "-q", "-b", "one", work)
+        for index in range(count):
+            folder = f"{work}/d{index // 1000}"
+            os.makedirs(folder, exist_ok=True)
+            with open(f"{folder}/f{index}.txt", "w") as f:
+                f.write(f"file {index}\n")
+        if shape == "checkout":
+            run(*git, "add", "-A")
+            run(*git, "commit", "-q", "-m", "one")
+            run(*git, "checkout", "-q", "-b", "two")
+            for index in range(count):
+                with open(f"{work}/d{index // 1000}/f{index}.txt", "a") as f:
+                    f.write("two\n")
+            run(*git, "commit", "-q", "-am", "two")
+        run(args.docsync, "sync", mount, "--timeout", "1800")
+        if shape == "rename":
+            for index in range(count):
+                folder = f"{work}/d{index // 1000}"
+                os.rename(f"{folder}/f{index}.txt", f"{folder}/g{index}.txt")
+        elif shape == "folder":
+            os.rename(work, f"{mount}/moved")
+        else:
+            run(*git, "checkout", "-q", "one")
+        with open(f"{state}/docsync.pid") as f:
+            pid = f.read().strip()
+        start = time.monotonic()
+        run(args.docsync, "unmount", mount)
+        while os.path.exists(f"/proc/{pid}"):
+            time.sleep(0.01)
+        return time.monotonic() - start
+    finally:
+        subprocess.run(["fusermount3", "-uz", mount], stderr=subprocess.DEVNULL)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def unmounts_after_many_changes(args, figures):
+    count = 2000 if args.quick else 10000
+    for shape, what in (("rename", f"{count} renames"), ("folder", f"a move of {count} files' "
+                        "folder"), ("checkout", f"a git checkout of {count} changed files")):
+        seconds = unmount_after(args, shape, count)
+        figures[f"unmount_after_{shape}_s"] = seconds
+        figures[f"unmount_after_{shape}_files"] = count
+        print(f"  unmount right after {what}: the daemon exits in {seconds:.1f} s")
+
+
 def main():
     global ROOT
     parser = argparse.ArgumentParser()
@@ -386,6 +447,8 @@ def main():
     print(f"\nsync through the {hub_name} (two mounts on one machine), as {figures['user']}")
     if args.only != "small":
         two_mounts(args, large_mib, figures)
+    if not args.only:
+        unmounts_after_many_changes(args, figures)
     if args.only != "large":
         initial_syncs(args, "small", f"{small_count} files of 4 KiB",
                       lambda folder: write_small_files(folder, small_count), figures)

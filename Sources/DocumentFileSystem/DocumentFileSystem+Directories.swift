@@ -326,7 +326,7 @@ extension DocumentFileSystem {
         folder.modificationTime = now
         folder.changeTime = now
       }
-      touchChangeTime(source)
+      touchChangeTimeForRename(source)
       changes += [
         .deleteEntry(parent: parent, name: name),
         .putEntry(EntryRecord(parent: newParent, name: newName, inode: source.inode)),

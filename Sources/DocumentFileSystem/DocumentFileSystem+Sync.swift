@@ -153,6 +153,15 @@ extension DocumentFileSystem: LocalTree {
     }
   }
 
+  public func changeTimeBeforeRenames(at path: DocumentPath, changeTime: Int64) -> Int64? {
+    lock.withLock {
+      guard let times = node(at: path)?.renameChangeTimes, times.after == changeTime else {
+        return nil
+      }
+      return times.before
+    }
+  }
+
   public func hasOpenWriter(at path: DocumentPath) -> Bool {
     lock.withLock { node(at: path).map { $0.writers - $0.closedWriters > 0 } ?? false }
   }

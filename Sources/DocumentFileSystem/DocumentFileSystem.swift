@@ -319,6 +319,34 @@ public final class DocumentFileSystem: @unchecked Sendable {
     }
   }
 
+  /// `touchChangeTime` for the node a rename moved, noting a regular file's ctime before and
+  /// after (`Node.renameChangeTimes`): 10,000 renames of clean files were each read and hashed
+  /// again when their window was recorded, which kept an unmount waiting (issue 45).
+  func touchChangeTimeForRename(_ node: Node) {
+    guard node.isRegular else { return touchChangeTime(node) }
+    let before = workingFileChangeTime(node)
+    touchChangeTime(node)
+    guard let before, let after = workingFileChangeTime(node) else {
+      node.renameChangeTimes = nil
+      return
+    }
+    // Renames in a row keep the first ctime; anything else between them shows as a ctime
+    // other than the last rename's.
+    if let previous = node.renameChangeTimes, previous.after == before {
+      node.renameChangeTimes = (previous.before, after)
+    } else {
+      node.renameChangeTimes = (before, after)
+    }
+  }
+
+  private func workingFileChangeTime(_ node: Node) -> Int64? {
+    var info = stat()
+    guard fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0 else {
+      return nil
+    }
+    return nanoseconds(info.st_ctim)
+  }
+
   /// Drops an inode that no name, lookup or open file refers to any more.
   func reapIfUnused(_ node: Node) {
     guard node.isRemoved, node.lookups == 0, node.openCount == 0, node.inode != Self.rootInode

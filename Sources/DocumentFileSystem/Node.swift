@@ -18,6 +18,10 @@ final class Node {
   var accessTime: Int64
   var modificationTime: Int64
   var changeTime: Int64
+  /// For a regular file that renames moved: its working file's ctime before the first of them
+  /// and after the last. A ctime still equal to `after` means nothing but renames changed the
+  /// file since `before`, so sync carries its content over rather than read it again.
+  var renameChangeTimes: (before: Int64, after: Int64)?
   var target: [UInt8]?
   /// Names in this folder; raw bytes, because `String ==` would equate NFC and NFD names.
   var children: [[UInt8]: UInt64] = [:]

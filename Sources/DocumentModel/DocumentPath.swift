@@ -61,9 +61,34 @@ public struct DocumentPath: Hashable, Comparable, Sendable, CustomStringConverti
     }
   }
 
+  /// Component by component, each compared as unsigned bytes. Written out rather than as
+  /// nested `lexicographicallyPrecedes`, whose closures made the sorts of a window of 10,000
+  /// renames (20,000 paths, several sorts) take seconds in a debug build.
   public static func < (lhs: DocumentPath, rhs: DocumentPath) -> Bool {
-    lhs.components.lexicographicallyPrecedes(rhs.components) {
-      $0.lexicographicallyPrecedes($1)
+    let common = min(lhs.components.count, rhs.components.count)
+    var index = 0
+    while index < common {
+      let order = compare(lhs.components[index], rhs.components[index])
+      if order != 0 { return order < 0 }
+      index += 1
+    }
+    return lhs.components.count < rhs.components.count
+  }
+
+  /// -1, 0 or 1 as `a` sorts before, with or after `b`.
+  private static func compare(_ a: [UInt8], _ b: [UInt8]) -> Int {
+    a.withUnsafeBufferPointer { left in
+      b.withUnsafeBufferPointer { right in
+        let common = min(left.count, right.count)
+        var index = 0
+        while index < common {
+          let x = left[index]
+          let y = right[index]
+          if x != y { return x < y ? -1 : 1 }
+          index += 1
+        }
+        return left.count == right.count ? 0 : (left.count < right.count ? -1 : 1)
+      }
     }
   }
 }

@@ -12,6 +12,21 @@ public enum IgnoredNames {
   /// `.~lock.*#`, `*.vsctmp`, `.fuse_hidden*`, `~$*` (Microsoft Office's owner files) or
   /// `*.part` (downloads in progress in browsers and KIO).
   public static func isIgnored(name: [UInt8]) -> Bool {
+    // Every pattern starts with one of `4 . # ~`, or is `*~`, `*.vsctmp` or `*.part`: most
+    // names are told apart by their first and last bytes (every path of every window asks,
+    // many times).
+    guard let first = name.first, let last = name.last else { return false }
+    switch first {
+    case UInt8(ascii: "4"), UInt8(ascii: "."), UInt8(ascii: "#"), UInt8(ascii: "~"):
+      break
+    default:
+      switch last {
+      case UInt8(ascii: "~"): return true
+      case UInt8(ascii: "p"): return name.count >= 7 && name.suffix(7).elementsEqual(".vsctmp".utf8)
+      case UInt8(ascii: "t"): return name.count >= 5 && name.suffix(5).elementsEqual(".part".utf8)
+      default: return false
+      }
+    }
     func starts(_ text: String) -> Bool { name.starts(with: text.utf8) }
     func ends(_ text: String) -> Bool { name.reversed().starts(with: text.utf8.reversed()) }
     if name == Array("4913".utf8) { return true }

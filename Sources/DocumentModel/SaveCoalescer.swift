@@ -40,13 +40,53 @@ public enum SaveCoalescer {
     operations: [LocalOperation], before: [DocumentPath: VersionRecord],
     after: [DocumentPath: VersionContent], rules: IgnoreRules = .builtIn
   ) -> [PendingChange] {
+    let (touched, source) = trace(operations: operations, before: before, present: after.keys)
+    var result: [PendingChange] = []
+    for path in touched.sorted() where !path.isRoot && !rules.isIgnored(path) {
+      let previous = before[path]
+      guard let now = after[path] else {
+        if let previous, !previous.content.isDeletion {
+          result.append(PendingChange(path: path, content: .deletion, parents: [previous.id]))
+        }
+        continue
+      }
+      if let previous, previous.content == now { continue }
+      var origin: RenameOrigin?
+      if let from = source[path] ?? nil, from != path, after[from] == nil,
+        !rules.isIgnored(from), let moved = before[from], !moved.content.isDeletion
+      {
+        origin = RenameOrigin(path: from, version: moved.id)
+      }
+      result.append(
+        PendingChange(
+          path: path, content: now, parents: previous.map { [$0.id] } ?? [], origin: origin))
+    }
+    return result
+  }
+
+  /// For each path that the window's operations put something at, the path whose document it
+  /// held when the window opened (nil: something new, or what was there was removed or moved
+  /// away). Paths no operation touched are absent. `before` and `present` (the paths that
+  /// hold something when the window closes) are those ``changes(operations:before:after:rules:)``
+  /// takes: a window asks this before it hashes, to carry a renamed file's content over.
+  public static func origins(
+    operations: [LocalOperation], before: [DocumentPath: VersionRecord],
+    present: some Sequence<DocumentPath>
+  ) -> [DocumentPath: DocumentPath?] {
+    trace(operations: operations, before: before, present: present).source
+  }
+
+  private static func trace(
+    operations: [LocalOperation], before: [DocumentPath: VersionRecord],
+    present: some Sequence<DocumentPath>
+  ) -> (touched: Set<DocumentPath>, source: [DocumentPath: DocumentPath?]) {
     var touched: Set<DocumentPath> = []
     // For each path, the pre-window path whose document it now holds (nil: a new one).
     var source: [DocumentPath: DocumentPath?] = [:]
-    // Every path of `before`, `after` and `source`, so that a rename finds what it moves in
+    // Every path of `before`, `present` and `source`, so that a rename finds what it moves in
     // time linear in that, whatever the window's size.
     var known = PathIndex(before.keys)
-    for path in after.keys { known.insert(path) }
+    for path in present { known.insert(path) }
     func setSource(_ path: DocumentPath, _ origin: DocumentPath?) {
       source[path] = .some(origin)
       known.insert(path)
@@ -81,26 +121,6 @@ public enum SaveCoalescer {
         touched.formUnion(overwritten)
       }
     }
-    var result: [PendingChange] = []
-    for path in touched.sorted() where !path.isRoot && !rules.isIgnored(path) {
-      let previous = before[path]
-      guard let now = after[path] else {
-        if let previous, !previous.content.isDeletion {
-          result.append(PendingChange(path: path, content: .deletion, parents: [previous.id]))
-        }
-        continue
-      }
-      if let previous, previous.content == now { continue }
-      var origin: RenameOrigin?
-      if let from = source[path] ?? nil, from != path, after[from] == nil,
-        !rules.isIgnored(from), let moved = before[from], !moved.content.isDeletion
-      {
-        origin = RenameOrigin(path: from, version: moved.id)
-      }
-      result.append(
-        PendingChange(
-          path: path, content: now, parents: previous.map { [$0.id] } ?? [], origin: origin))
-    }
-    return result
+    return (touched, source)
   }
 }

@@ -51,6 +51,9 @@ public protocol LocalTree: AnyObject, Sendable {
   /// Hands over every path at or below `path` and what it holds, one at a time, holding the
   /// tree's lock throughout: `body` must not call the tree.
   func forEachEntry(under path: DocumentPath, _ body: (DocumentPath, LocalEntry) -> Void)
+  /// The ctime the file at `path` had before renames moved it, if its ctime is still
+  /// `changeTime`, the one the last rename gave it (nothing else changed it since); else nil.
+  func changeTimeBeforeRenames(at path: DocumentPath, changeTime: Int64) -> Int64?
   /// Whether a file at `path` is open for writing.
   func hasOpenWriter(at path: DocumentPath) -> Bool
   /// Writes a remote version, unless the path no longer holds `expected`. For a file, only

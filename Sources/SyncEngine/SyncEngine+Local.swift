@@ -31,6 +31,10 @@ extension SyncEngine {
         after[job.path] = content
         if let hash = content.blobHash { hashed.append(hash.hex) }
       } catch {
+        // Gone since the window looked: the path holds nothing now, and its removal waits in
+        // the log. A background `git gc` unlinks thousands of loose objects while their
+        // window is hashed; holding the window back for them made `docsync sync` fail.
+        if withLock({ tree?.entry(at: job.path) == nil }) { continue }
         unreadable[job.path] = error.description
       }
     }
@@ -173,12 +177,15 @@ extension SyncEngine {
     var window = Window(
       operations: operations, coverage: coverage, before: [:], after: [:], entries: [:],
       toHash: [], began: now)
-    // `.docsyncignore` first: its new patterns already apply to the files saved with it.
-    let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
-    for path in ordered {
+    for path in coverage {
       if let record = shown[path], let version = known[VersionID(digest(record.versionID))] {
         window.before[path] = version
       }
+    }
+    // `.docsyncignore` first: its new patterns already apply to the files saved with it.
+    let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
+    var renamedToHash: [(HashJob, DocumentPath)] = []
+    for path in ordered {
       guard !ignore.isIgnored(path), let entry = tree.entry(at: path) else {
         if path == IgnoreRules.filePath { adopt(.builtIn) }
         continue
@@ -194,6 +201,10 @@ extension SyncEngine {
           } catch {
             window.unreadable[path] = error.description
           }
+        } else if shownIndex != nil {
+          // A window with renames: the file may be one that was only moved.
+          renamedToHash.append((job, path))
+          continue
         } else {
           window.toHash.append(job)
           continue
@@ -213,9 +224,46 @@ extension SyncEngine {
         adopt(IgnoreRules(fileContent: bytes))
       }
     }
+    // Where each renamed file's document was when the window opened, traced as the coalescer
+    // will trace it, once the tree has been read.
+    if !renamedToHash.isEmpty {
+      let origins = SaveCoalescer.origins(
+        operations: operations, before: window.before, present: window.entries.keys)
+      for (job, path) in renamedToHash {
+        if let content = contentCarriedOver(job, from: origins[path] ?? nil, tree) {
+          window.after[path] = content
+        } else {
+          window.toHash.append(job)
+        }
+      }
+    }
     // Remote changes wait while these paths are being recorded.
     recording.formUnion(coverage)
     return window
+  }
+
+  /// The content of a file that renames only moved since its origin showed it: the version's
+  /// hash, without reading the file. A folder's rename leaves the files below it as they were;
+  /// a file's own rename changes its ctime, which the tree tells apart from any other change
+  /// (``LocalTree/changeTimeBeforeRenames(at:changeTime:)``). A file also written, truncated,
+  /// chmodded or given other times since is hashed. Called with the lock held.
+  private func contentCarriedOver(_ job: HashJob, from origin: DocumentPath?, _ tree: any LocalTree)
+    -> VersionContent?
+  {
+    guard let origin, origin != job.path, let record = shown[origin],
+      let version = known[VersionID(digest(record.versionID))],
+      case .file(let hash, let size, _) = version.content,
+      case .file(_, let nowSize, let mtime, let ctime, let executable) = job.entry,
+      record.size == nowSize, record.modificationTime == mtime
+    else { return nil }
+    guard
+      record.changeTime == ctime
+        || tree.changeTimeBeforeRenames(at: job.path, changeTime: ctime) == record.changeTime
+    else { return nil }
+    // The new version names the chunk root hashing would have given it (`chunkRoot(for:)`
+    // finds the list kept then); content without a kept list is read, which keeps one.
+    if objectStore != nil && chunkRoot(for: hash, size: size) == nil { return nil }
+    return .file(hash: hash, size: size, executable: executable)
   }
 
   /// The second part of a window, under the lock: the versions of what the window changed.
@@ -261,10 +309,16 @@ extension SyncEngine {
     // A file whose content stayed but whose mtime changed (touch, cp -p of the same bytes)
     // is a new version too, so that every device shows the same time.
     let changedPaths = Set(changes.map(\.path))
-    for path in coverage.sorted() where !changedPaths.contains(path) {
-      guard let previous = before[path], let content = after[path], content == previous.content,
-        let time = fileTime(entries[path]), time != previous.contentTime
-      else { continue }
+    // Found first, then sorted: sorting all of a large window's coverage cost seconds.
+    let retimed = coverage.filter { path in
+      guard !changedPaths.contains(path), let previous = before[path],
+        let content = after[path], content == previous.content,
+        let time = fileTime(entries[path])
+      else { return false }
+      return time != previous.contentTime
+    }
+    for path in retimed.sorted() {
+      guard let previous = before[path], let content = after[path] else { continue }
       changes.append(PendingChange(path: path, content: content, parents: [previous.id]))
     }
     // Each file carries its own mtime; the clock orders versions and only moves forward, so
