@@ -1,6 +1,6 @@
 import Glibc
 
-/// How the file system answers a lookup of the raising thread.
+/// How the file system answers a lookup of the raising process.
 public enum AnnouncedLookup: Sendable {
   /// As any lookup.
   case normal

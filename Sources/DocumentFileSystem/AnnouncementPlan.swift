@@ -1,4 +1,4 @@
-/// What the raising thread does with an announcement.
+/// What the raising process does with an announcement.
 public enum AnnouncementPlan: Sendable, Equatable {
   /// Raise it; for new content, with the size the file has now.
   case raise(size: Int64)

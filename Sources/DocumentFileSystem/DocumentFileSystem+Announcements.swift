@@ -2,13 +2,13 @@ import DocumentModel
 import Glibc
 import SystemPackage
 
-/// The requests of the raising thread (see ``AnnouncementQueue``): sync's changes are in the
+/// The requests of the raising process (see ``AnnouncementQueue``): sync's changes are in the
 /// tree already, and each request only lets the kernel raise the event of a change, so none of
 /// them changes anything or is ever noted as a local edit.
 extension DocumentFileSystem {
   public func isAnnouncer(_ pid: Int32) -> Bool { announcements.isAnnouncer(pid) }
 
-  /// Whether the kernel knows an inode other than through the raising thread's own calls.
+  /// Whether the kernel knows an inode other than through the raising process's own calls.
   private func known(_ inode: UInt64) -> Bool {
     inode == Self.rootInode
       || ((nodes[inode]?.lookups ?? 0) > 0 && !announcements.isQuiet(inode))
@@ -89,7 +89,7 @@ extension DocumentFileSystem {
     return result
   }
 
-  /// create, mknod, mkdir and symlink of the raising thread: the node sync made, which the
+  /// create, mknod, mkdir and symlink of the raising process: the node sync made, which the
   /// kernel then holds one more reference to.
   public func announcedEntry(parent: UInt64, name: [UInt8]) throws(Errno) -> stat {
     if Self.isVirtual(parent) {
@@ -110,10 +110,10 @@ extension DocumentFileSystem {
     }
   }
 
-  /// A handle for the raising thread's create or open, which reads and writes nothing.
+  /// A handle for the raising process's create or open, which reads and writes nothing.
   public func announcedHandle() -> UInt64 { announcements.openHandle() }
 
-  /// open of the raising thread: only of the file whose new content it announces.
+  /// open of the raising process: only of the file whose new content it announces.
   public func announcedOpen(inode: UInt64) throws(Errno) -> UInt64 {
     guard let current = announcements.current, current.inode == inode,
       case .contentChanged = current.kind
@@ -121,7 +121,7 @@ extension DocumentFileSystem {
     return announcements.openHandle()
   }
 
-  /// setattr of the raising thread (a truncate through its own handle, a chmod of the file
+  /// setattr of the raising process (a truncate through its own handle, a chmod of the file
   /// whose mode it announces): the attributes as they are, changed by nothing.
   public func announcedAttributes(inode: UInt64, handle: UInt64?) throws(Errno) -> stat {
     let current = announcements.current
@@ -135,7 +135,7 @@ extension DocumentFileSystem {
     return try attributes(inode: inode)
   }
 
-  /// unlink and rmdir of the raising thread: the name is gone already.
+  /// unlink and rmdir of the raising process: the name is gone already.
   public func announcedRemoval(parent: UInt64, name: [UInt8]) throws(Errno) {
     try lock.withLock { () throws(Errno) in
       guard let current = matches(parent, name), case .removed = current.kind,

@@ -308,7 +308,7 @@ extension DocumentFileSystem: LocalTree {
 
   public func flushKernelCaches() {
     invalidations.waitUntilDelivered()
-    // The raising thread's requests are served by the FUSE threads: a bounded wait, so that a
+    // The raising process's requests are served by the FUSE threads: a bounded wait, so that a
     // pool held up elsewhere can delay `docsync sync`, never stop it.
     announcements.waitUntilRaised(milliseconds: 2_000)
   }
@@ -372,7 +372,7 @@ extension DocumentFileSystem: LocalTree {
     let changes = detach(node, name: name.name, from: folder, now: currentTime())
     try persist(changes)
     reapIfUnused(node)
-    // The raising thread removes the name through the mount, which raises IN_DELETE, and tells
+    // The raising process removes the name through the mount, which raises IN_DELETE, and tells
     // the kernel itself where that cannot be done.
     if !announce(.removed(Self.announcedKind(node)), of: node, named: name.name, in: folder) {
       invalidations.post(.delete(parent: folder.inode, child: node.inode, name: name.name))
@@ -384,7 +384,7 @@ extension DocumentFileSystem: LocalTree {
     node.isDirectory ? .directory : node.isSymlink ? .symlink : .file
   }
 
-  /// Posts a change for the raising thread; false when none runs (no mount, or not yet).
+  /// Posts a change for the raising process; false when none runs (no mount, or not yet).
   @discardableResult
   func announce(_ kind: Announcement.Kind, of node: Node, named name: [UInt8], in folder: Node)
     -> Bool

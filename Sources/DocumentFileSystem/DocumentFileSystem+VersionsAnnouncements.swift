@@ -11,7 +11,7 @@ extension DocumentFileSystem {
     engine?.conflicts() ?? [:]
   }
 
-  /// Takes what `.versions` shows now as what watchers have heard of: called by the raising
+  /// Takes what `.versions` shows now as what watchers have heard of: called by the announcing
   /// thread when it starts.
   public func rememberConflicts() {
     announcements.shownConflicts = conflictVersions()
@@ -21,10 +21,21 @@ extension DocumentFileSystem {
   /// they were last announced: new folders from the top down, then new versions,
   /// then vanished versions of documents still in conflict, then the topmost vanished folders
   /// (which take what they held with them).
-  public func versionsAnnouncements(at paths: Set<DocumentPath>) -> [Announcement] {
+  ///
+  /// Nothing that vanished from a document a local request changed (`local`) is announced,
+  /// nor a folder that held one: the kernel raised the events of what the request removed, and
+  /// the program that made it may be removing the rest right now (`rm -r` removes the versions,
+  /// then the folder, which must still be there for it).
+  public func versionsAnnouncements(at paths: Set<DocumentPath>, local: Set<DocumentPath> = [])
+    -> [Announcement]
+  {
     var shown = announcements.shownConflicts
     defer { announcements.shownConflicts = shown }
     let now = conflictVersions()
+    // Read after the conflicts: a local change that they show already is posted by then (the
+    // engine posts it before it lets go of its lock), though not taken yet.
+    let local = local.union(announcements.pendingLocalConflicts())
+    let localFolders = Self.folders(of: local)
     let before = Self.folders(of: Set(shown.keys))
     let after = Self.folders(of: Set(now.keys))
     let touched = Self.folders(of: paths).sorted {
@@ -43,14 +54,15 @@ extension DocumentFileSystem {
       for (id, record) in new where old[id] == nil {
         created.append(version(.created(.file), record, in: path))
       }
-      for (id, record) in old where new[id] == nil && after.contains(path) {
+      for (id, record) in old where new[id] == nil && after.contains(path) && !local.contains(path)
+      {
         removed.append(version(.removed(.file), record, in: path))
       }
       shown[path] = now[path]
     }
     for folder in touched.reversed()
     where before.contains(folder) && !after.contains(folder)
-      && (folder.parent.isRoot || after.contains(folder.parent))
+      && (folder.parent.isRoot || after.contains(folder.parent)) && !localFolders.contains(folder)
     {
       removed.append(entry(.removed(.directory), folder, inode: inode(ofFolder: folder)))
     }
@@ -71,7 +83,7 @@ extension DocumentFileSystem {
     path.isRoot ? Self.versionsInode : versions.inode(for: .folder(path))
   }
 
-  /// The announcement of the `.versions` entry at `path`, which the raising thread reaches
+  /// The announcement of the `.versions` entry at `path`, which the raising process reaches
   /// through `.versions/<path's parent>`.
   private func entry(_ kind: Announcement.Kind, _ path: DocumentPath, inode: UInt64)
     -> Announcement

@@ -7,8 +7,9 @@ import SystemPackage
 /// Raises the file notifications of sync's changes: for each change that sync has made in the
 /// tree, the call through the mount that a local program making it would make (create, mkdir,
 /// symlink, unlink, rmdir, open for writing and truncate, chmod), so that the kernel raises
-/// the inotify events itself. The file system recognises the calls by this thread's id and
-/// answers them with what the tree holds already.
+/// the inotify events itself. The calls are made by a process of the daemon's own
+/// (``AnnouncerHelper``), which the file system recognises by its id and answers with what the
+/// tree holds already.
 ///
 /// A thread of its own that holds no lock: every call waits for a FUSE thread to serve it, and
 /// no FUSE request ever waits for this thread (``DocumentFileSystem/flushKernelCaches()``
@@ -17,14 +18,12 @@ final class Announcer: @unchecked Sendable {
   private let fileSystem: DocumentFileSystem
   private let notifier: KernelNotifier
   private let mountPoint: String
+  private var helper: AnnouncerProcess?
   /// Folders announced a moment ago, by inode: a watcher that watches folders as they appear
   /// (`inotifywait -r`, recursive file managers) adds its watch when it hears of the folder,
   /// and must have a moment to do so before what sync put inside is announced.
   private var newFolders: [UInt64: UInt64] = [:]
   static let newFolderGrace: UInt64 = 50
-  /// O_PATH, which Glibc's module does not export: the folder is opened for the calls in it
-  /// only, with no OPENDIR, and so no IN_OPEN for its watchers.
-  static let pathOnly: Int32 = 0o10_000_000
 
   init(fileSystem: DocumentFileSystem, notifier: KernelNotifier, mountPoint: String) {
     self.fileSystem = fileSystem
@@ -35,20 +34,25 @@ final class Announcer: @unchecked Sendable {
   func start() {
     let queue = fileSystem.announcements
     let started = DispatchSemaphore(value: 0)
-    guard let threadID = Self.currentThreadID else { return }
     let thread = Thread { [self] in
+      // Without the process nothing is posted: sync's changes only invalidate, as before.
+      guard let helper = AnnouncerProcess() else {
+        started.signal()
+        return
+      }
+      self.helper = helper
       fileSystem.rememberConflicts()
-      queue.begin(thread: threadID())
+      queue.begin(process: helper.pid)
       started.signal()
       while let batch = queue.next() {
         for announcement in batch.announcements { raise(announcement) }
         if !batch.conflicts.isEmpty {
-          for announcement in fileSystem.versionsAnnouncements(at: batch.conflicts) {
-            raise(announcement)
-          }
+          let changes = fileSystem.versionsAnnouncements(at: batch.conflicts, local: batch.local)
+          for announcement in changes { raise(announcement) }
         }
         queue.markDone()
       }
+      helper.end()
     }
     thread.name = "docsync-announcer"
     thread.start()
@@ -64,71 +68,65 @@ final class Announcer: @unchecked Sendable {
     }
     waitForWatchers(in: announcement.parent)
     // Names are bytes, not necessarily UTF-8.
-    var path = Array(mountPoint.utf8)
+    var folder = Array(mountPoint.utf8)
     if !announcement.parentPath.isRoot {
-      path += [UInt8(ascii: "/")] + announcement.parentPath.bytes
+      folder += [UInt8(ascii: "/")] + announcement.parentPath.bytes
     }
-    path.append(0)
-    let folder = path.withUnsafeBufferPointer { bytes in
-      bytes.withMemoryRebound(to: CChar.self) {
-        open($0.baseAddress!, Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-      }
-    }
-    guard folder >= 0 else {
-      fallBack(announcement)
-      return
-    }
-    defer { close(folder) }
     queue.setCurrent(announcement)
-    defer { queue.setCurrent(nil) }
-    // The name as a C string (names never hold a NUL byte).
-    let name = announcement.name.map { CChar(bitPattern: $0) } + [0]
-    let raised = call(announcement, in: folder, name: name, size: size)
-    if !raised { fallBack(announcement) }
-    if case .created(.directory) = announcement.kind, raised {
-      newFolders[announcement.inode] = monotonicMilliseconds()
+    let result = call(announcement, in: folder, size: size)
+    queue.setCurrent(nil)
+    switch result {
+    case 0:
+      if case .created(.directory) = announcement.kind {
+        newFolders[announcement.inode] = monotonicMilliseconds()
+      }
+    case ENOENT:
+      // Gone already (a person removed it, or the folder it was in went too): nobody can be
+      // told of it by a call, and nothing is wrong. The kernel forgets a name it still holds.
+      if case .removed = announcement.kind { fallBack(announcement) }
+    default:
+      fallBack(announcement)
     }
   }
 
-  private func call(_ announcement: Announcement, in folder: Int32, name: [CChar], size: Int64)
-    -> Bool
-  {
+  /// Makes the call that raises `announcement`'s events, in the folder at `folder`; the errno
+  /// it ended with, 0 for success.
+  private func call(_ announcement: Announcement, in folder: [UInt8], size: Int64) -> Int32 {
+    let name = announcement.name
     switch announcement.kind {
     case .created(let kind):
+      let operation: AnnouncerRequest.Operation =
+        switch kind {
+        case .file: .createFile
+        case .directory: .makeDirectory
+        case .symlink: .makeSymlink
+        }
       // A name the kernel remembers (as missing, or as found by someone who looked it up
       // in between) is forgotten first, so that the call asks the file system.
-      for _ in 0..<3 {
-        try? notifier.invalidateEntry(parent: announcement.parent, name: announcement.name)
-        let done: Bool
-        switch kind {
-        case .file:
-          let fd = openat(folder, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
-          if fd >= 0 { close(fd) }
-          done = fd >= 0
-        case .directory:
-          done = mkdirat(folder, name, 0o700) == 0
-        case .symlink:
-          done = symlinkat(".", folder, name) == 0
-        }
-        if done { return true }
-        if errno != EEXIST { return false }
+      var result = EEXIST
+      for _ in 0..<3 where result == EEXIST {
+        try? notifier.invalidateEntry(parent: announcement.parent, name: name)
+        result = perform(AnnouncerRequest(operation, folder: folder, name: name))
       }
-      return false
+      return result
     case .removed(let kind):
-      return unlinkat(folder, name, kind == .directory ? AT_REMOVEDIR : 0) == 0
+      return perform(
+        AnnouncerRequest(
+          kind == .directory ? .removeDirectory : .unlink, folder: folder, name: name))
     case .contentChanged:
       // The kernel drops the pages first, so that whoever reads on hearing IN_MODIFY reads the
       // new content.
       try? notifier.invalidateInode(announcement.inode)
-      let fd = openat(folder, name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC)
-      guard fd >= 0 else { return false }
-      let truncated = ftruncate(fd, off_t(size)) == 0
-      close(fd)
-      return truncated
+      return perform(AnnouncerRequest(.truncate, value: size, folder: folder, name: name))
     case .modeChanged(let mode):
       try? notifier.invalidateAttributes(announcement.inode)
-      return fchmodat(folder, name, mode_t(mode & 0o7777), 0) == 0
+      return perform(AnnouncerRequest(.changeMode, value: Int64(mode), folder: folder, name: name))
     }
+  }
+
+  /// A process that has gone answers nothing: EPIPE, and the kernel is told what it must know.
+  private func perform(_ request: AnnouncerRequest) -> Int32 {
+    helper?.call(request) ?? EPIPE
   }
 
   /// What the kernel must be told when a change could not be raised: a removed name is gone.
@@ -146,13 +144,6 @@ final class Announcer: @unchecked Sendable {
       usleep(UInt32((since + Self.newFolderGrace - now) * 1000))
     }
   }
-
-  /// gettid(2), which requests carry as their pid. Glibc declares it only under _GNU_SOURCE,
-  /// so it is looked up by name; without it nothing is announced.
-  private static let currentThreadID: (@convention(c) () -> Int32)? = {
-    guard let symbol = dlsym(nil, "gettid") else { return nil }
-    return unsafeBitCast(symbol, to: (@convention(c) () -> Int32).self)
-  }()
 
   private func monotonicMilliseconds() -> UInt64 {
     var now = timespec()

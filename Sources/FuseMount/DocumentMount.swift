@@ -34,7 +34,8 @@ public final class DocumentMount: LowLevelFileSystem {
   /// Sends the file system's invalidations to the kernel from a thread of their own, which
   /// holds no lock and serves no request (libfuse's notify calls can wait on the kernel).
   /// With the `mountPoint`, sync's changes also raise the file notifications a local program
-  /// would raise (``Announcer``), from a second such thread; `readersFollowAppends` where the
+  /// would raise (``Announcer``), from a second such thread through a process of its own (the
+  /// executable must dispatch ``AnnouncerHelper/argument``); `readersFollowAppends` where the
   /// daemon, not the kernel, reads the working files (no passthrough).
   public func startInvalidations(
     _ notifier: KernelNotifier, mountPoint: String? = nil, readersFollowAppends: Bool = false
@@ -457,7 +458,7 @@ public final class DocumentMount: LowLevelFileSystem {
     }
   }
 
-  /// The answer to a mknod, mkdir or symlink of the raising thread; nil for anyone else's.
+  /// The answer to a mknod, mkdir or symlink of the raising process; nil for anyone else's.
   private func announcedEntry(parent: UInt64, name: [UInt8], context: RequestContext)
     -> Result<Entry, Errno>?
   {

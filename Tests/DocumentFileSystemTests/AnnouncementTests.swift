@@ -13,13 +13,13 @@ import Testing
   let me = Caller(uid: getuid(), gid: getgid())
   let root = DocumentFileSystem.rootInode
   let path = DocumentPath(components: [bytes("doc.txt")])
-  /// The raising thread's id, as a request would carry it.
+  /// The raising process's id, as its requests carry it.
   let announcer: Int32 = 4242
 
   func mounted() throws -> (LocalStore, DocumentFileSystem) {
     let store = try LocalStore(directory: folder)
     let fs = try DocumentFileSystem(store: store, owner: me)
-    fs.announcements.begin(thread: announcer)
+    fs.announcements.begin(process: announcer)
     return (store, fs)
   }
 
@@ -48,7 +48,7 @@ import Testing
     return name
   }
 
-  @Test func onlyTheRaisingThreadIsTheAnnouncer() throws {
+  @Test func onlyTheRaisingProcessIsTheAnnouncer() throws {
     let (_, fs) = try mounted()
     #expect(fs.isAnnouncer(announcer))
     #expect(!fs.isAnnouncer(announcer + 1))
@@ -68,7 +68,7 @@ import Testing
     let announcement = try #require(posted.first)
     #expect(announcement.inode == inode && announcement.name == bytes("doc.txt"))
     #expect(fs.plan(announcement) == .raise(size: 12))
-    // Nothing is open to the raising thread but what it announces.
+    // Nothing is open to the raising process but what it announces.
     #expect(throws: Errno.notPermitted) { try fs.announcedOpen(inode: inode) }
     fs.announcements.setCurrent(announcement)
     let handle = try fs.announcedOpen(inode: inode)
@@ -104,7 +104,7 @@ import Testing
     #expect(announcement.kind == .created(.file) && announcement.inode == inode)
     fs.announcements.setCurrent(announcement)
     guard case .hidden = fs.announcedLookup(parent: root, name: bytes("doc.txt")) else {
-      Issue.record("the new name must look new to the raising thread")
+      Issue.record("the new name must look new to the raising process")
       return
     }
     let attributes = try fs.announcedEntry(parent: root, name: bytes("doc.txt"))
@@ -127,7 +127,7 @@ import Testing
     fs.announcements.setCurrent(announcement)
     guard case .found(let attributes) = fs.announcedLookup(parent: root, name: bytes("doc.txt"))
     else {
-      Issue.record("the removed name must be found by the raising thread")
+      Issue.record("the removed name must be found by the raising process")
       return
     }
     #expect(UInt64(attributes.st_ino) == inode && attributes.st_nlink == 1)
@@ -189,7 +189,7 @@ import Testing
     #expect(fs.apply(change, expected: nil) != .skipped)
     let created = try #require(posted(fs).first)
     #expect(created.parent == made.inode)
-    // The kernel knows the folder only through the raising thread's mkdir: nobody watches it.
+    // The kernel knows the folder only through the raising process's mkdir: nobody watches it.
     #expect(fs.plan(created) == .skip)
     // A watcher that lists the new folder (inotifywait -r does) makes it heard.
     fs.announcements.noteSeen(made.inode, by: 1)
