@@ -19,7 +19,8 @@ final class AnnouncerProcess {
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, ends[1], 0)
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-    let arguments = ["docsync", AnnouncerHelper.argument].map { strdup($0) } + [nil]
+    let words: [String] = ["docsync", AnnouncerHelper.argument]
+    let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
     defer { arguments.forEach { free($0) } }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, executable, &actions, nil, arguments, environ)
