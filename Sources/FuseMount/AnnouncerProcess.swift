@@ -18,7 +18,9 @@ final class AnnouncerProcess {
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_adddup2(&actions, ends[1], 0)
+    // Nothing of the daemon's: `docsync mount` reads the daemon's output until its end.
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
     let words: [String] = ["docsync", AnnouncerHelper.argument]
     let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
     defer { arguments.forEach { free($0) } }
