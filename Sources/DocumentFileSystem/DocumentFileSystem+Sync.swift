@@ -167,13 +167,35 @@ extension DocumentFileSystem: LocalTree {
   }
 
   public func apply(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
-    lock.withLock { applyLocked(change, expected: expected) }
+    // Whether the new content only appends to a file that is open for reading is read from
+    // both files before the lock: no copy or whole-file read under it.
+    var extendsOpenFile = false
+    if readersFollowAppends.load(ordering: .relaxed),
+      case .file(let path, let incoming, _) = change,
+      let open = lock.withLock({ readOnlyOpenFile(at: path) })
+    {
+      extendsOpenFile = incomingFile(incoming, startsWith: open)
+    }
+    return lock.withLock {
+      applyLocked(change, expected: expected, extendsOpenFile: extendsOpenFile)
+    }
+  }
+
+  /// The working file of the file at `path` when it is open only for reading (and has one
+  /// name): what a remote version that appends to it may land in.
+  private func readOnlyOpenFile(at path: DocumentPath) -> String? {
+    guard let node = node(at: path), node.isRegular, node.openCount > 0, node.writers == 0,
+      node.linkCount == 1
+    else { return nil }
+    return workingFileName(node.inode)
   }
 
   /// The part of `apply` under the tree lock: only checks, renames and the tree's records;
   /// a file's content was written and made durable before (``LocalStore/createIncomingFile()``),
   /// and the engine fsyncs the folders after a batch of renames.
-  private func applyLocked(_ change: RemoteChange, expected: LocalEntry?) -> ApplyOutcome {
+  private func applyLocked(_ change: RemoteChange, expected: LocalEntry?, extendsOpenFile: Bool)
+    -> ApplyOutcome
+  {
     let path = change.path
     guard !path.isRoot, !Self.isReserved(parent: Self.rootInode, name: path.components[0])
     else { return .skipped }
@@ -216,10 +238,18 @@ extension DocumentFileSystem: LocalTree {
           target = nil
         }
         let node: Node
-        if let target, target.openCount == 0, target.linkCount == 1 {
+        var unchangedContent = false
+        if let target, target.linkCount == 1,
+          target.openCount == 0 || (extendsOpenFile && target.writers == 0)
+        {
           // Nobody has the file open: the new content takes its working file's name, and the
           // inode (whose number git compares) stays. The kernel forgets its cached pages.
+          // Readers of a file that the new version only extends read on into the new end, as
+          // after a local append (`tail -f`): their descriptors move to the new working file;
+          // the bytes they read before are the same in both.
+          unchangedContent = sameSizeAndTime(incoming, as: target.inode)
           try renameWorkingFile(incoming, to: target.inode)
+          if target.openCount > 0 { repointReaders(of: target.inode) }
           node = target
           invalidations.post(.inode(node.inode))
         } else if let target {
@@ -261,9 +291,15 @@ extension DocumentFileSystem: LocalTree {
         }
         let mode =
           executable ? node.mode | ((node.mode & 0o444) >> 2) : node.mode & ~UInt32(0o111)
-        if mode != node.mode {
+        let modeChanged = mode != node.mode
+        if modeChanged {
           node.mode = mode
           try persist([.putInode(node.record)])
+        }
+        if node === existing {
+          // Content that did not change with a new mode is a chmod, nothing more.
+          if !unchangedContent || !modeChanged { announce(.contentChanged, of: node, at: path) }
+          if modeChanged { announce(.modeChanged(mode), of: node, at: path) }
         }
         return .applied(localEntry(node))
       }
@@ -281,10 +317,14 @@ extension DocumentFileSystem: LocalTree {
 
   public func flushKernelCaches() {
     invalidations.waitUntilDelivered()
+    // The raising process's requests are served by the FUSE threads: a bounded wait, so that a
+    // pool held up elsewhere can delay `docsync sync`, never stop it.
+    announcements.waitUntilRaised(milliseconds: 2_000)
   }
 
   public func conflictsChanged(at paths: Set<DocumentPath>) {
     invalidations.post(.inode(Self.versionsInode))
+    announcements.postConflicts(paths)
     versionsChanged()
   }
 
@@ -322,6 +362,7 @@ extension DocumentFileSystem: LocalTree {
     defer { suppressNotes = false }
     let node = try insert(record, name: name, in: folder)
     node.lookups = 0
+    announce(.created(Self.announcedKind(node)), of: node, named: name, in: folder)
     // A folder the kernel holds no reference to (a new device's whole tree, as sync makes it)
     // has no cached names or attributes to forget: two notifications per file of an initial
     // sync were two failing writes to /dev/fuse. Lookups are counted under this lock, so the
@@ -340,7 +381,57 @@ extension DocumentFileSystem: LocalTree {
     let changes = detach(node, name: name.name, from: folder, now: currentTime())
     try persist(changes)
     reapIfUnused(node)
-    invalidations.post(.delete(parent: folder.inode, child: node.inode, name: name.name))
+    // The raising process removes the name through the mount, which raises IN_DELETE, and tells
+    // the kernel itself where that cannot be done.
+    if !announce(.removed(Self.announcedKind(node)), of: node, named: name.name, in: folder) {
+      invalidations.post(.delete(parent: folder.inode, child: node.inode, name: name.name))
+    }
     invalidations.post(.inode(folder.inode))
+  }
+
+  static func announcedKind(_ node: Node) -> Announcement.EntryKind {
+    node.isDirectory ? .directory : node.isSymlink ? .symlink : .file
+  }
+
+  /// Posts a change for the raising process; false when none runs (no mount, or not yet).
+  @discardableResult
+  func announce(_ kind: Announcement.Kind, of node: Node, named name: [UInt8], in folder: Node)
+    -> Bool
+  {
+    guard announcements.isRunning, let parentPath = path(of: folder.inode) else { return false }
+    announcements.post(
+      Announcement(
+        kind, parent: folder.inode, parentPath: parentPath, name: name, inode: node.inode))
+    return true
+  }
+
+  private func announce(_ kind: Announcement.Kind, of node: Node, at path: DocumentPath) {
+    guard let folder = self.node(at: path.parent) else { return }
+    announce(kind, of: node, named: path.name, in: folder)
+  }
+
+  /// Whether the working file on its way in has the size and modification time of an inode's
+  /// working file: a new version that changed only the mode.
+  private func sameSizeAndTime(_ incoming: String, as inode: UInt64) -> Bool {
+    var new = stat()
+    var old = stat()
+    guard fstatat(store.workingFiles, incoming, &new, 0) == 0,
+      fstatat(store.workingFiles, workingFileName(inode), &old, 0) == 0
+    else { return false }
+    return new.st_size == old.st_size && new.st_mtim.tv_sec == old.st_mtim.tv_sec
+      && new.st_mtim.tv_nsec == old.st_mtim.tv_nsec
+  }
+
+  /// Points every open descriptor of an inode at its working file as it is now named.
+  private func repointReaders(of inode: UInt64) {
+    for (handle, file) in openFiles where file.inode == inode {
+      let fd = openat(store.workingFiles, workingFileName(inode), O_RDWR | O_CLOEXEC)
+      guard fd >= 0 else { continue }
+      // dup2 swaps the file behind the handle's number at once: a read in flight reads one
+      // or the other, and both hold what it may read.
+      let target = descriptor(handle: handle)
+      if dup2(fd, target) == target { _ = fcntl(target, F_SETFD, FD_CLOEXEC) }
+      close(fd)
+    }
   }
 }

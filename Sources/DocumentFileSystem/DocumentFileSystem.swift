@@ -2,6 +2,7 @@ import DocumentModel
 import Glibc
 import LocalStore
 import SyncEngine
+import Synchronization
 import SystemPackage
 
 /// The changes that one setattr asks for; nil means unchanged.
@@ -88,6 +89,12 @@ public final class DocumentFileSystem: @unchecked Sendable {
   public let engine: SyncEngine?
   /// Invalidations for the kernel, sent by the FUSE adapter from a thread of its own.
   public let invalidations = InvalidationQueue()
+  /// Sync's changes, raised again through the mount for programs that watch files.
+  public let announcements = AnnouncementQueue()
+  /// Whether a remote version that only appends to a file open for reading lands in that
+  /// file, so that the readers see the new end (`tail -f`); off where the kernel reads the
+  /// working file itself (passthrough), which cannot be pointed at the new content.
+  public let readersFollowAppends = Atomic<Bool>(false)
   let lock = TreeLock()
   /// Set while the sync engine writes into the tree, so its changes are not noted as local.
   var suppressNotes = false

@@ -107,6 +107,12 @@ extension DocumentFileSystem {
 
   func versionsChanged() {}
 
+  /// A resolution that a person's request in `.versions` asks for: what it removes there is
+  /// theirs, raised by the kernel already, and not announced again (``AnnouncementQueue``).
+  private func resolveLocally(_ resolution: Resolution) {
+    _ = announcements.resolvingLocally { engine?.resolve(resolution) }
+  }
+
   private func conflicts() -> [DocumentPath: [VersionRecord]] { engine?.conflicts() ?? [:] }
 
   private func folderPath(_ inode: UInt64) throws(Errno) -> DocumentPath {
@@ -289,7 +295,7 @@ extension DocumentFileSystem {
       }
       throw .noSuchFileOrDirectory
     }
-    engine?.resolve(.discard(match.record.id))
+    resolveLocally(.discard(match.record.id))
   }
 
   /// `rmdir` (the end of `rm -r`) in `.versions`: keep what is current for the document or
@@ -304,7 +310,7 @@ extension DocumentFileSystem {
       guard versions.knows(.folder(path)) else { throw .noSuchFileOrDirectory }
       return
     }
-    engine?.resolve(open == [path] ? .keepCurrent(path) : .keepCurrentUnder(path))
+    resolveLocally(open == [path] ? .keepCurrent(path) : .keepCurrentUnder(path))
   }
 
   /// `mv .versions/<path>/<v> <path>`: choose that version. Any other destination is another
@@ -321,7 +327,7 @@ extension DocumentFileSystem {
     }
     let destination = lock.withLock { path(parent: newParent, name: newName) }
     guard destination == match.record.path else { throw .improperLink }
-    engine?.resolve(.choose(match.record.id))
+    resolveLocally(.choose(match.record.id))
   }
 
   /// The views of the document at `path`, made again when its heads changed; nil when it is

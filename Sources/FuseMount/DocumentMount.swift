@@ -33,7 +33,17 @@ public final class DocumentMount: LowLevelFileSystem {
 
   /// Sends the file system's invalidations to the kernel from a thread of their own, which
   /// holds no lock and serves no request (libfuse's notify calls can wait on the kernel).
-  public func startInvalidations(_ notifier: KernelNotifier) {
+  /// With the `mountPoint`, sync's changes also raise the file notifications a local program
+  /// would raise (``Announcer``), from a second such thread through a process of its own (the
+  /// executable must dispatch ``AnnouncerHelper/argument``); `readersFollowAppends` where the
+  /// daemon, not the kernel, reads the working files (no passthrough).
+  public func startInvalidations(
+    _ notifier: KernelNotifier, mountPoint: String? = nil, readersFollowAppends: Bool = false
+  ) {
+    fileSystem.readersFollowAppends.store(readersFollowAppends, ordering: .relaxed)
+    if let mountPoint {
+      Announcer(fileSystem: fileSystem, notifier: notifier, mountPoint: mountPoint).start()
+    }
     self.notifier.withLock { $0 = notifier }
     let queue = fileSystem.invalidations
     let thread = Thread {
@@ -68,8 +78,19 @@ public final class DocumentMount: LowLevelFileSystem {
 
   public func lookup(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Entry, Errno>
   {
+    if fileSystem.isAnnouncer(context.pid) {
+      switch fileSystem.announcedLookup(parent: parent, name: name) {
+      case .normal: break
+      // An error, not a remembered miss: the kernel asks again at the next lookup.
+      case .hidden: return .failure(.noSuchFileOrDirectory)
+      case .found(let attributes): return .success(entry(attributes))
+      }
+    }
     let result = run { () throws(Errno) in
       entry(try fileSystem.lookup(parent: parent, name: name, caller: caller(context)))
+    }
+    if case .success(let found) = result {
+      fileSystem.announcements.noteSeen(UInt64(found.attributes.st_ino), by: context.pid)
     }
     // A name that is not there is remembered by the kernel as long as a name that is (git,
     // make and shells look the same missing names up again and again). Names made through
@@ -82,6 +103,7 @@ public final class DocumentMount: LowLevelFileSystem {
   }
 
   public func forget(inode: UInt64, count: UInt64) {
+    fileSystem.announcements.noteSeen(inode)
     fileSystem.forget(inode: inode, count: count)
   }
 
@@ -98,6 +120,15 @@ public final class DocumentMount: LowLevelFileSystem {
   public func setAttributes(inode: UInt64, changes: AttributeChanges, context: RequestContext)
     -> Result<AttributeReply, Errno>
   {
+    if fileSystem.isAnnouncer(context.pid)
+      || changes.handle.map(fileSystem.announcements.isOwnHandle) ?? false
+    {
+      return run { () throws(Errno) in
+        AttributeReply(
+          attributes: try fileSystem.announcedAttributes(inode: inode, handle: changes.handle),
+          timeout: timeout)
+      }
+    }
     func time(_ change: TimeChange?) -> AttributeUpdate.Time? {
       switch change {
       case nil: nil
@@ -125,7 +156,10 @@ public final class DocumentMount: LowLevelFileSystem {
   public func makeNode(
     parent: UInt64, name: [UInt8], mode: mode_t, device: dev_t, context: RequestContext
   ) -> Result<Entry, Errno> {
-    run { () throws(Errno) in
+    if let announced = announcedEntry(parent: parent, name: name, context: context) {
+      return announced
+    }
+    return run { () throws(Errno) in
       entry(
         try fileSystem.makeNode(
           parent: parent, name: name, mode: mode, device: UInt64(device), caller: caller(context)))
@@ -135,7 +169,10 @@ public final class DocumentMount: LowLevelFileSystem {
   public func makeDirectory(parent: UInt64, name: [UInt8], mode: mode_t, context: RequestContext)
     -> Result<Entry, Errno>
   {
-    run { () throws(Errno) in
+    if let announced = announcedEntry(parent: parent, name: name, context: context) {
+      return announced
+    }
+    return run { () throws(Errno) in
       entry(
         try fileSystem.makeDirectory(
           parent: parent, name: name, mode: mode, caller: caller(context)))
@@ -144,7 +181,10 @@ public final class DocumentMount: LowLevelFileSystem {
 
   public func unlink(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<Void, Errno>
   {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) {
+      return run { () throws(Errno) in try fileSystem.announcedRemoval(parent: parent, name: name) }
+    }
+    return run { () throws(Errno) in
       try fileSystem.unlink(parent: parent, name: name, caller: caller(context))
     }
   }
@@ -152,7 +192,10 @@ public final class DocumentMount: LowLevelFileSystem {
   public func removeDirectory(parent: UInt64, name: [UInt8], context: RequestContext) -> Result<
     Void, Errno
   > {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) {
+      return run { () throws(Errno) in try fileSystem.announcedRemoval(parent: parent, name: name) }
+    }
+    return run { () throws(Errno) in
       try fileSystem.removeDirectory(parent: parent, name: name, caller: caller(context))
     }
   }
@@ -160,7 +203,10 @@ public final class DocumentMount: LowLevelFileSystem {
   public func symlink(target: [UInt8], parent: UInt64, name: [UInt8], context: RequestContext)
     -> Result<Entry, Errno>
   {
-    run { () throws(Errno) in
+    if let announced = announcedEntry(parent: parent, name: name, context: context) {
+      return announced
+    }
+    return run { () throws(Errno) in
       entry(
         try fileSystem.symlink(target: target, parent: parent, name: name, caller: caller(context)))
     }
@@ -170,7 +216,8 @@ public final class DocumentMount: LowLevelFileSystem {
     parent: UInt64, name: [UInt8], newParent: UInt64, newName: [UInt8], flags: RenameFlags,
     context: RequestContext
   ) -> Result<Void, Errno> {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) { return .failure(.notPermitted) }
+    return run { () throws(Errno) in
       try fileSystem.rename(
         parent: parent, name: name, newParent: newParent, newName: newName,
         options: RenameOptions(rawValue: flags.rawValue), caller: caller(context))
@@ -180,7 +227,8 @@ public final class DocumentMount: LowLevelFileSystem {
   public func link(inode: UInt64, newParent: UInt64, newName: [UInt8], context: RequestContext)
     -> Result<Entry, Errno>
   {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) { return .failure(.notPermitted) }
+    return run { () throws(Errno) in
       entry(
         try fileSystem.link(
           inode: inode, newParent: newParent, newName: newName, caller: caller(context)))
@@ -204,7 +252,13 @@ public final class DocumentMount: LowLevelFileSystem {
 
   public func open(inode: UInt64, flags: Int32, context: RequestContext) -> Result<OpenReply, Errno>
   {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) {
+      return run { () throws(Errno) in
+        OpenReply(
+          handle: try fileSystem.announcedOpen(inode: inode), directIO: true, keepCache: true)
+      }
+    }
+    return run { () throws(Errno) in
       let file = try fileSystem.open(inode: inode, flags: flags, caller: caller(context))
       if file.stampedAccessTime {
         try? notifier.withLock { $0 }?.invalidateAttributes(inode)
@@ -228,8 +282,9 @@ public final class DocumentMount: LowLevelFileSystem {
   public func read(
     inode: UInt64, handle: UInt64, offset: Int64, size: Int, context: RequestContext
   ) -> Result<ReadData, Errno> {
+    if fileSystem.announcements.isOwnHandle(handle) { return .failure(.badFileDescriptor) }
     // libfuse reads the working file itself (splice where it can): no copy through Swift.
-    .success(
+    return .success(
       .file(descriptor: fileSystem.descriptor(handle: handle), offset: offset, count: size))
   }
 
@@ -237,7 +292,8 @@ public final class DocumentMount: LowLevelFileSystem {
     inode: UInt64, handle: UInt64, data: UnsafeRawBufferPointer, offset: Int64,
     context: RequestContext
   ) -> Result<Int, Errno> {
-    run { () throws(Errno) in
+    if fileSystem.announcements.isOwnHandle(handle) { return .failure(.badFileDescriptor) }
+    return run { () throws(Errno) in
       // The kernel refreshes only size and times after a write (fuse_write_update_attr), so a
       // cleared setuid bit would stay in its cache for `stat -c %a`, which asks for the mode
       // alone: the attributes are dropped before the write is answered.
@@ -249,12 +305,17 @@ public final class DocumentMount: LowLevelFileSystem {
   }
 
   public func flush(inode: UInt64, handle: UInt64, context: RequestContext) -> Result<Void, Errno> {
-    run { () throws(Errno) in try fileSystem.flush(handle: handle) }
+    if fileSystem.announcements.isOwnHandle(handle) { return .success(()) }
+    return run { () throws(Errno) in try fileSystem.flush(handle: handle) }
   }
 
   public func release(inode: UInt64, handle: UInt64, flags: Int32, context: RequestContext)
     -> Result<Void, Errno>
   {
+    if fileSystem.announcements.isOwnHandle(handle) {
+      fileSystem.announcements.releaseHandle(handle)
+      return .success(())
+    }
     fileSystem.release(handle: handle)
     return .success(())
   }
@@ -262,7 +323,10 @@ public final class DocumentMount: LowLevelFileSystem {
   public func fsync(inode: UInt64, handle: UInt64, dataOnly: Bool, context: RequestContext)
     -> Result<Void, Errno>
   {
-    run { () throws(Errno) in try fileSystem.synchronize(handle: handle, dataOnly: dataOnly) }
+    if fileSystem.announcements.isOwnHandle(handle) { return .success(()) }
+    return run { () throws(Errno) in
+      try fileSystem.synchronize(handle: handle, dataOnly: dataOnly)
+    }
   }
 
   public func allocate(
@@ -284,6 +348,7 @@ public final class DocumentMount: LowLevelFileSystem {
       // lists every folder again). `.versions` folders change with no invalidation of their
       // own, so they are listed afresh.
       let cached = !DocumentFileSystem.isVirtual(inode)
+      fileSystem.announcements.noteSeen(inode, by: context.pid)
       return OpenReply(
         handle: try fileSystem.openDirectory(inode: inode, caller: caller(context)),
         keepCache: cached,
@@ -333,7 +398,8 @@ public final class DocumentMount: LowLevelFileSystem {
     inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32,
     context: RequestContext
   ) -> Result<Void, Errno> {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) { return .failure(.notPermitted) }
+    return run { () throws(Errno) in
       try fileSystem.setExtendedAttribute(
         inode: inode, name: name, value: value, flags: flags, caller: caller(context))
     }
@@ -356,7 +422,8 @@ public final class DocumentMount: LowLevelFileSystem {
   public func removeExtendedAttribute(inode: UInt64, name: [UInt8], context: RequestContext)
     -> Result<Void, Errno>
   {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) { return .failure(.notPermitted) }
+    return run { () throws(Errno) in
       try fileSystem.removeExtendedAttribute(inode: inode, name: name, caller: caller(context))
     }
   }
@@ -370,7 +437,16 @@ public final class DocumentMount: LowLevelFileSystem {
   public func create(
     parent: UInt64, name: [UInt8], mode: mode_t, flags: Int32, context: RequestContext
   ) -> Result<(Entry, OpenReply), Errno> {
-    run { () throws(Errno) in
+    if fileSystem.isAnnouncer(context.pid) {
+      return run { () throws(Errno) in
+        let attributes = try fileSystem.announcedEntry(parent: parent, name: name)
+        return (
+          entry(attributes),
+          OpenReply(handle: fileSystem.announcedHandle(), directIO: true, keepCache: true)
+        )
+      }
+    }
+    return run { () throws(Errno) in
       let (attributes, file) = try fileSystem.create(
         parent: parent, name: name, mode: mode, flags: flags, caller: caller(context))
       return (
@@ -379,6 +455,16 @@ public final class DocumentMount: LowLevelFileSystem {
           handle: file.handle, directIO: Self.writesDirectly(flags), keepCache: true,
           backingFile: file.descriptor, passesThroughOnlyWhenShared: file.writesMayClearSetID)
       )
+    }
+  }
+
+  /// The answer to a mknod, mkdir or symlink of the raising process; nil for anyone else's.
+  private func announcedEntry(parent: UInt64, name: [UInt8], context: RequestContext)
+    -> Result<Entry, Errno>?
+  {
+    guard fileSystem.isAnnouncer(context.pid) else { return nil }
+    return run { () throws(Errno) in
+      entry(try fileSystem.announcedEntry(parent: parent, name: name))
     }
   }
 

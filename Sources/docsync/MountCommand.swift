@@ -409,7 +409,9 @@ struct MountCommand: ParsableCommand {
     } catch {
       throw CommandFailure("\(error)")
     }
-    mount.startInvalidations(session.notifier)
+    // Passthrough is on where the daemon may register backing files (root, unless refused).
+    mount.startInvalidations(
+      session.notifier, mountPoint: target, readersFollowAppends: noPassthrough || geteuid() != 0)
     engine.start(tree: fileSystem)
     if !noNotify {
       DesktopNotifier.start(
@@ -436,6 +438,7 @@ struct MountCommand: ParsableCommand {
     }
     waitFor { await engine.stop() }
     fileSystem.invalidations.close()
+    fileSystem.announcements.close()
     fileSystem.shutdown()
     if end != .unmounted { session.unmount() }
     // Nobody waits on the state database now: a state folder made before retention gets its

@@ -1,6 +1,11 @@
 import ArgumentParser
+import FuseMount
 import Glibc
 import Logging
+
+// A mount's announcing process (AnnouncerHelper), which the daemon starts from this executable:
+// it parses nothing and logs nothing.
+if commandLineArguments().first == AnnouncerHelper.argument { AnnouncerHelper.run() }
 
 // Logs go to stderr, unbuffered, so that a daemon's log file is current when someone reads it;
 // a daemon sends them to STATE/docsync.log from before it makes the engine (LogOutput).
