@@ -47,6 +47,8 @@ let package = Package(
     .target(
       name: "LocalStore",
       dependencies: [
+        "ContentModel", "DocumentModel", "Hub",
+        .product(name: "Crypto", package: "swift-crypto"),
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "SystemPackage", package: "swift-system"),
       ],
@@ -181,7 +183,10 @@ let package = Package(
       name: "SessionBusTests", dependencies: ["SessionBus", "MountHarness"], swiftSettings: strict),
     .testTarget(
       name: "LocalStoreTests",
-      dependencies: ["LocalStore", "MountHarness", .product(name: "GRDB", package: "GRDB.swift")],
+      dependencies: [
+        "LocalStore", "DocumentModel", "ContentModel", "MountHarness",
+        .product(name: "GRDB", package: "GRDB.swift"),
+      ],
       swiftSettings: strict),
     .testTarget(
       name: "DocumentFileSystemTests",

@@ -149,9 +149,9 @@ extension DocumentFileSystem {
       throw .isDirectory
     }
     if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
-    guard let path = engine?.contentPathFetching(record) else { throw .ioError }
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw Errno(rawValue: errno) }
+    guard let fd = engine?.contentFileFetching(record)?.detachDescriptor() else {
+      throw .ioError
+    }
     try admit(fd)
     lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
     return OpenFile(handle: UInt64(fd), descriptor: fd)

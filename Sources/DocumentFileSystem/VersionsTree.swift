@@ -270,9 +270,7 @@ extension DocumentFileSystem {
       throw .isDirectory
     }
     if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
-    guard let path = engine?.contentPath(of: record) else { throw .ioError }
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { throw Errno(rawValue: errno) }
+    guard let fd = engine?.contentFile(of: record)?.detachDescriptor() else { throw .ioError }
     try admit(fd)
     lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
     return OpenFile(handle: UInt64(fd), descriptor: fd)
@@ -340,8 +338,7 @@ extension DocumentFileSystem {
     if let cached = versions.cachedViews(path), cached.key == heads.key { return cached }
     func text(_ record: VersionRecord) -> [UInt8]? {
       guard case .file(_, let size, _) = record.content, size <= ThreeWayMerge.maximumBytes,
-        let file = engine.contentPath(of: record),
-        let bytes = Self.readWhole(file, limit: Int(size)),
+        let bytes = engine.contentFile(of: record)?.readAll(), bytes.count <= Int(size),
         ThreeWayMerge.isMergeableText(bytes)
       else { return nil }
       return bytes
@@ -388,25 +385,6 @@ extension DocumentFileSystem {
     engine.noteMergedView(
       at: path, heads: [heads.current.id] + heads.others.map(\.id), content: merged)
     return views
-  }
-
-  /// The bytes of the file at `path` when it holds exactly `limit` bytes or fewer.
-  static func readWhole(_ path: String, limit: Int) -> [UInt8]? {
-    let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: limit + 1)
-    var done = 0
-    while done <= limit {
-      let n = bytes.withUnsafeMutableBytes {
-        Glibc.read(fd, $0.baseAddress! + done, limit + 1 - done)
-      }
-      if n < 0 && errno == EINTR { continue }
-      if n <= 0 { break }
-      done += n
-    }
-    guard done <= limit else { return nil }
-    return Array(bytes[..<done])
   }
 
   /// An unnamed file in the state folder that holds `bytes`, read as a working file is, and

@@ -87,16 +87,12 @@ public enum DamagedStateRecovery {
       throw SyncError(error)
     }
     for candidate in candidates {
-      let fd = open(candidate, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { continue }
-      defer { close(fd) }
-      guard let (read, digest) = try? BlobFile.digest(of: fd, .caller), UInt64(read) == size,
-        ContentHash(digest.withUnsafeBytes { Digest256(bytes: $0)! }) == hash,
-        lseek(fd, 0, SEEK_SET) == 0
+      guard let file = ContentFile(setAside: candidate), let (read, found) = file.digest(),
+        UInt64(read) == size, found == hash
       else { continue }
       do {
         // Not `checked`: the hub hashes what it stores once more, as for any upload.
-        try await hub.putBlob(hash: hash.bytes, from: fd, checked: false)
+        try await hub.putBlob(hash: hash.bytes, from: file.descriptor, checked: false)
         return true
       } catch .integrity {
         continue

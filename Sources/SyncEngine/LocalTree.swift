@@ -204,13 +204,6 @@ public final class ChangeLog: @unchecked Sendable {
   }
 }
 
-/// How docsync opens a working file to read it for itself (hashing, restart checks, serving
-/// content to sync): O_NOATIME (glibc's value; Swift's Glibc module leaves it out), so that
-/// only the programs that read through the mount move its atime. Without it the hash of a
-/// restart scan stamped every atime a program had set with utimensat with the remount's time.
-/// The daemon owns every working file, which O_NOATIME needs.
-let workingFileReadFlags: Int32 = O_RDONLY | O_CLOEXEC | 0o1_000_000
-
 func monotonicMilliseconds() -> UInt64 {
   var now = timespec()
   clock_gettime(CLOCK_MONOTONIC, &now)

@@ -179,7 +179,7 @@ extension SyncEngine {
         if let replaced { keptBlobs += installReplaced(replaced) }
       case .skipped:
         discard(incoming)
-        if let replaced { unlink(replaced.link) }
+        if let replaced { blobs.drop(replaced.kept) }
       }
     }
     if !keptBlobs.isEmpty { store.syncBlobFolders(of: keptBlobs.map(\.hex)) }
@@ -209,10 +209,10 @@ extension SyncEngine {
 
   /// When the version a path shows is about to be replaced, its content stays here
   /// (``keepsContent(ofDisplaced:at:)``) and only its clean working file holds it, a second
-  /// name for that file in the blob
-  /// folder, made before the replacing rename (no copy); nil otherwise.
+  /// name for that file kept aside by the content store, made before the replacing rename (no
+  /// copy); nil otherwise.
   private func keepReplacedContent(at path: DocumentPath, for incoming: ContentHash) -> (
-    link: String, hash: ContentHash
+    kept: KeptAside, hash: ContentHash
   )? {
     let old = withLock { () -> (ContentHash, UInt64)? in
       guard let record = shown[path], let version = known[VersionID(digest(record.versionID))],
@@ -223,26 +223,16 @@ extension SyncEngine {
       else { return nil }
       return (hash, inode)
     }
-    guard let (hash, inode) = old, let (link, fd) = blobs.temporaryFile() else { return nil }
-    close(fd)
-    unlink(link)
-    guard linkat(store.workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, link, 0) == 0
-    else { return nil }
-    return (link, hash)
+    guard let (hash, inode) = old, let kept = blobs.keepAside(workingFile: inode) else {
+      return nil
+    }
+    return (kept, hash)
   }
 
-  /// Makes the second name of a replaced file its blob, once its bytes are checked (nothing
-  /// can write the file any more: a path with a writer is never replaced); the hashes kept.
-  private func installReplaced(_ replaced: (link: String, hash: ContentHash)) -> [ContentHash] {
-    let fd = open(replaced.link, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0, Self.holds(fd, replaced.hash) else {
-      if fd >= 0 { close(fd) }
-      unlink(replaced.link)
-      return []
-    }
-    guard (try? blobs.install(temporary: replaced.link, descriptor: fd, as: replaced.hash)) != nil
-    else { return [] }
-    return [replaced.hash]
+  /// Makes the second name of a replaced file its blob, once its bytes are checked; the hashes
+  /// kept.
+  private func installReplaced(_ replaced: (kept: KeptAside, hash: ContentHash)) -> [ContentHash] {
+    blobs.install(replaced.kept, as: replaced.hash) ? [replaced.hash] : []
   }
 
   /// Gives a new working file the content of a version, checked against its hash, with the
@@ -257,27 +247,19 @@ extension SyncEngine {
     if !shared, let moved = moveBlob(item, durable: durable) {
       return moved
     }
-    guard let (incoming, fd) = store.createIncomingFile() else {
-      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
-      return nil
-    }
-    var keep = false
-    defer {
-      close(fd)
-      if !keep { store.removeIncomingFile(incoming) }
-    }
     guard let source = openContent(item.hash, preferring: item.path, anywhere: true) else {
       withLock { noteMissing(item.hash) }
       return nil
     }
-    defer { close(source) }
-    var hasher: SHA256? = SHA256()
-    var copied: Int64 = 0
-    do throws(HubError) {
-      try BlobFile.copy(
-        from: source, to: fd, at: &copied, hasher: &hasher, owners: (.caller, .caller))
-    } catch {
-      logger.error("cannot copy the content of \(item.path): \(error.description)")
+    switch blobs.copyIntoNewWorkingFile(
+      from: source, hash: item.hash, time: item.modificationTime, durable: durable)
+    {
+    case .made(let incoming):
+      return incoming
+    case .cannotWrite(let reason):
+      logger.error("cannot write \(item.path): \(reason)")
+    case .failedCopy(let reason):
+      logger.error("cannot copy the content of \(item.path): \(reason)")
       if blobs.isBlobFile(source, item.hash), !blobs.verify(item.hash) {
         // The blob's file cannot be read (a failing disk), not the new file written: the hub's
         // copy is fetched over it, rather than this read failing again on every turn.
@@ -286,114 +268,58 @@ extension SyncEngine {
           noteMissing(item.hash, .damagedHere)
         }
       }
-      return nil
-    }
-    guard hasher!.finalize().withUnsafeBytes({ Array($0) }) == item.hash.bytes else {
+    case .otherBytes:
       // A blob that lies is dropped; a working file that changed since it was chosen is not.
-      if Self.holdsNot(blobs.path(item.hash), item.hash) {
+      if blobs.holdsOtherBytes(item.hash) {
         logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
         blobs.remove(item.hash)
         withLock { noteMissing(item.hash, .damagedHere) }
       } else {
         withLock { noteMissing(item.hash) }
       }
-      return nil
     }
-    Self.setTime(fd, item.modificationTime)
-    guard !durable || fsync(fd) == 0 else {
-      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
-      return nil
-    }
-    keep = true
-    return Incoming(name: incoming, fromBlob: nil)
+    return nil
   }
 
   /// A new working file with `content`, fetched and checked against its hash on arrival
   /// (``fetchedContent``), and the version's time: one create and one write, made durable here
   /// or with its batch when `durable` is false; nil when it cannot be written.
   private func write(_ content: [UInt8], for item: FileApply, durable: Bool) -> Incoming? {
-    guard let (incoming, fd) = store.createIncomingFile() else {
-      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
+    do throws(ContentError) {
+      return try blobs.writeNewWorkingFile(content, time: item.modificationTime, durable: durable)
+    } catch {
+      logger.error("cannot write \(item.path): \(error)")
       return nil
     }
-    defer { close(fd) }
-    guard writeAll(fd, content, count: content.count), !durable || fsync(fd) == 0 else {
-      logger.error("cannot write \(item.path): \(String(cString: strerror(errno)))")
-      store.removeIncomingFile(incoming)
-      return nil
-    }
-    Self.setTime(fd, item.modificationTime)
-    return Incoming(name: incoming, fromBlob: nil)
   }
 
   /// Renames the blob of `item` into a new working file after checking it against its hash
   /// (unless it was checked as its file still is: just fetched); nil when there is no such
   /// blob, or it cannot be moved (then the content is copied).
   private func moveBlob(_ item: FileApply, durable: Bool) -> Incoming? {
-    let blob = blobs.path(item.hash)
-    let fd = open(blob, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var info = stat()
-    let checked =
-      fstat(fd, &info) == 0 && withLock { verifiedBlobs[item.hash] == BlobIdentity(info) }
-    guard checked || Self.holds(fd, item.hash) else {
+    let outcome = blobs.moveBlobIntoNewWorkingFile(
+      item.hash, time: item.modificationTime, durable: durable,
+      trusted: { identity in self.withLock { self.verifiedBlobs[item.hash] == identity } })
+    switch outcome {
+    case .moved(let incoming):
+      // A daemon that runs for months must not keep an entry per file it ever pulled.
+      withLock { verifiedBlobs[item.hash] = nil }
+      return incoming
+    case .damaged:
       logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
-      blobs.remove(item.hash)
       withLock {
         verifiedBlobs[item.hash] = nil
         noteMissing(item.hash, .damagedHere)
       }
       return nil
+    case .absent, .failed:
+      return nil
     }
-    let incoming = store.incomingName()
-    Self.setTime(fd, item.modificationTime)
-    guard !durable || fsync(fd) == 0,
-      renameat(AT_FDCWD, blob, store.workingFiles, incoming) == 0
-    else { return nil }
-    // The blob file is gone from the blob folder: nothing of this run vouches for it any more,
-    // and a daemon that runs for months must not keep an entry per file it ever pulled.
-    withLock { verifiedBlobs[item.hash] = nil }
-    blobs.checked.forget(item.hash)
-    return Incoming(name: incoming, fromBlob: item.hash)
   }
 
   /// A working file that did not make it into the tree: a moved blob goes back to the blob
   /// folder (its content is still a version's), a copy is removed.
   private func discard(_ incoming: Incoming) {
-    if let hash = incoming.fromBlob,
-      renameat(store.workingFiles, incoming.name, AT_FDCWD, blobs.path(hash)) == 0
-    {
-      return
-    }
-    store.removeIncomingFile(incoming.name)
-  }
-
-  /// Whether the blob file at `path` exists and does not hold `hash`.
-  private static func holdsNot(_ path: String, _ hash: ContentHash) -> Bool {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    return !holds(fd, hash)
-  }
-
-  /// Gives a file the version's modification time (and access time).
-  private static func setTime(_ fd: Int32, _ nanoseconds: Int64) {
-    let time = timespec(
-      tv_sec: Int(nanoseconds.floorDivided(by: 1_000_000_000)),
-      tv_nsec: Int(nanoseconds.floorRemainder(by: 1_000_000_000)))
-    _ = futimens(fd, [time, time])
-  }
-}
-
-extension Int64 {
-  fileprivate func floorDivided(by divisor: Int64) -> Int64 {
-    let quotient = self / divisor
-    return self % divisor < 0 ? quotient - 1 : quotient
-  }
-
-  fileprivate func floorRemainder(by divisor: Int64) -> Int64 {
-    let remainder = self % divisor
-    return remainder < 0 ? remainder + divisor : remainder
+    blobs.discard(incoming)
   }
 }

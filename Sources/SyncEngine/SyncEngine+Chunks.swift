@@ -59,20 +59,9 @@ extension SyncEngine {
   /// checked against `hash` (then kept). Reads a file: never under the lock.
   func chunkList(of hash: ContentHash, preferring path: DocumentPath? = nil) -> ChunkList? {
     if let list = storedChunkList(hash) { return list }
-    guard let fd = openContent(hash, preferring: path) else { return nil }
-    defer { close(fd) }
-    var sha: SHA256? = SHA256()
-    var splitter = ContentSplitter(hasher: ChunkList.hasher)
-    var offset: Int64 = 0
-    do throws(HubError) {
-      try BlobFile.copy(
-        from: fd, to: nil, at: &offset, hasher: &sha, owners: (.caller, .caller),
-        observe: { bytes in splitter.append(bytes) { _, _ in } })
-    } catch {
-      return nil
-    }
-    guard sha!.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else { return nil }
-    let list = ChunkList(entries: splitter.finish { _, _ in })
+    guard let file = openContent(hash, preferring: path),
+      let list = blobs.chunkList(of: file, expecting: hash)
+    else { return nil }
     keepChunkList(list, of: hash)
     return list
   }
@@ -165,20 +154,19 @@ extension SyncEngine {
       var unreadable = false
       for attempt in 0..<2 where !remaining.isEmpty {
         if attempt == 1 && !restoreBlob(hash, replacing: unreadable) { break }
-        guard let fd = openContent(hash, preferring: content.path, anywhere: true) else {
+        guard let file = openContent(hash, preferring: content.path, anywhere: true) else {
           continue
         }
-        defer { close(fd) }
         while let (entry, offset) = remaining.first {
           // The same chunk twice in one file (a run of zeros) is put once.
           if queued.contains(entry.id.bytes) {
             remaining = remaining.dropFirst()
             continue
           }
-          let read = chunk(fd, entry, at: offset)
+          let read = file.chunk(entry, at: offset)
           guard case .bytes(let bytes) = read else {
             unreadable = read == .unreadable
-            if read == .otherBytes && blobs.isBlobFile(fd, hash) {
+            if read == .otherBytes && blobs.isBlobFile(file, hash) {
               // Never upload content that no longer matches its name: the blob goes, and a
               // working file that still holds the content makes it again.
               logger.error(
@@ -223,29 +211,9 @@ extension SyncEngine {
 
   /// The bytes of the chunk `entry` at `offset` of an open content, if they are still that
   /// chunk.
-  func readChunk(_ fd: Int32, _ entry: ManifestEntry, at offset: UInt64) -> [UInt8]? {
-    if case .bytes(let bytes) = chunk(fd, entry, at: offset) { return bytes }
+  func readChunk(_ file: ContentFile, _ entry: ManifestEntry, at offset: UInt64) -> [UInt8]? {
+    if case .bytes(let bytes) = file.chunk(entry, at: offset) { return bytes }
     return nil
-  }
-
-  /// What reading the chunk `entry` at `offset` of an open content gives: its bytes, other
-  /// bytes (damaged, or a file changed since), or a read that fails (a failing disk: the file
-  /// may read again, and is kept).
-  func chunk(_ fd: Int32, _ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
-    let count = Int(entry.size)
-    var bytes = [UInt8](repeating: 0, count: count)
-    var done = 0
-    while done < count {
-      let got = bytes.withUnsafeMutableBytes {
-        pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-      }
-      if got < 0 && errno == EINTR { continue }
-      if got < 0 { return .unreadable }
-      if got == 0 { return .otherBytes }
-      done += got
-    }
-    guard ChunkList.hasher.id(of: bytes, kind: .chunk) == entry.id else { return .otherBytes }
-    return .bytes(bytes)
   }
 
   // MARK: Download
@@ -281,7 +249,7 @@ extension SyncEngine {
   /// each is checked against its id, and the whole against `hash`, before it is installed.
   /// `extraSources` are versions not yet known (a page being pulled). Returns nil when the
   /// content is here, else why not. `durable` as for
-  /// ``BlobStore/install(temporary:descriptor:as:durable:)``.
+  /// ``ContentStore/install(_:as:durable:)``.
   func fetchChunked(
     _ hash: ContentHash, root: ContentRoot, extraSources: [VersionRecord] = [],
     durable: Bool = true
@@ -308,15 +276,14 @@ extension SyncEngine {
       return found
     }
     // What this device holds, by object id: chunks (source, offset) and nodes.
-    var sources: [(fd: Int32, hash: ContentHash)] = []
-    defer { for source in sources { close(source.fd) } }
+    var sources: [(file: ContentFile, hash: ContentHash)] = []
     var localChunks: [ObjectID: (source: Int, offset: UInt64)] = [:]
     var localNodes: [ObjectID: ManifestNode] = [:]
     for candidate in candidates {
       guard let list = chunkList(of: candidate.hash, preferring: candidate.path),
-        let fd = openContent(candidate.hash, preferring: candidate.path)
+        let file = openContent(candidate.hash, preferring: candidate.path)
       else { continue }
-      sources.append((fd, candidate.hash))
+      sources.append((file, candidate.hash))
       for (entry, offset) in list.placed where localChunks[entry.id] == nil {
         localChunks[entry.id] = (sources.count - 1, offset)
       }
@@ -371,15 +338,11 @@ extension SyncEngine {
       level = next
       height -= 1
     }
-    guard let (temporary, fd) = blobs.temporaryFile() else {
-      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
-    }
-    var installed = false
-    defer {
-      if !installed {
-        close(fd)
-        unlink(temporary)
-      }
+    let blob: IncomingBlob
+    do throws(ContentError) {
+      blob = try blobs.incoming()
+    } catch {
+      throw SyncError(error)
     }
     var sha = SHA256()
     var offset: UInt64 = 0
@@ -399,7 +362,7 @@ extension SyncEngine {
       var wanted: [ObjectID] = []
       for entry in level[start..<end] where plain[entry.id] == nil {
         if let (source, at) = localChunks[entry.id],
-          let bytes = readChunk(sources[source].fd, entry, at: at)
+          let bytes = readChunk(sources[source].file, entry, at: at)
         {
           plain[entry.id] = bytes
           copiedBytes += entry.size
@@ -423,16 +386,10 @@ extension SyncEngine {
       for entry in level[start..<end] {
         let bytes = plain[entry.id]!
         sha.update(data: bytes)
-        var done = 0
-        while done < bytes.count {
-          let wrote = bytes.withUnsafeBytes {
-            pwrite(fd, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-          }
-          if wrote < 0 && errno == EINTR { continue }
-          guard wrote > 0 else {
-            throw .local("cannot write a blob: \(String(cString: strerror(errno)))")
-          }
-          done += wrote
+        do throws(ContentError) {
+          try blob.write(bytes, at: offset)
+        } catch {
+          throw SyncError(error)
         }
         offset += entry.size
       }
@@ -444,12 +401,14 @@ extension SyncEngine {
       logger.error("the chunks a version names for \(hash.hex) hold other content; refused")
       return (.damagedOnHub, false)
     }
-    installed = true
-    try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
+    do throws(ContentError) {
+      try blobs.install(blob, as: hash, durable: durable)
+    } catch {
+      throw SyncError(error)
+    }
     keepChunkList(ChunkList(entries: level), of: hash)
-    var info = stat()
-    if stat(blobs.path(hash), &info) == 0 {
-      withLock { verifiedBlobs[hash] = BlobIdentity(info) }
+    if let identity = blobs.blobIdentity(hash) {
+      withLock { verifiedBlobs[hash] = identity }
     }
     logger.debug(
       """
@@ -561,10 +520,9 @@ extension SyncEngine {
             references: node.node.entries.map(\.id.bytes)))
       }
       let needed = list.placed.filter { wanted.contains($0.entry.id) }
-      guard !needed.isEmpty, let fd = openContent(hash, anywhere: true) else { continue }
-      defer { close(fd) }
+      guard !needed.isEmpty, let file = openContent(hash, anywhere: true) else { continue }
       for (entry, offset) in needed {
-        if let bytes = readChunk(fd, entry, at: offset) {
+        if let bytes = readChunk(file, entry, at: offset) {
           chunks.append(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
           wanted.remove(entry.id)
         }

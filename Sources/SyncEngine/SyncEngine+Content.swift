@@ -47,33 +47,30 @@ extension SyncEngine {
       || cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) != nil
   }
 
-  /// The content `hash` open for reading (the caller closes it), from its blob or else from a
-  /// clean working file; nil when this device holds it nowhere. The caller checks the bytes
-  /// against the hash as it reads them: a working file can change under a reader. `locked`
-  /// says whether the caller holds the lock.
+  /// The content `hash` open for reading, from its blob or else from a clean working file; nil
+  /// when this device holds it nowhere. The caller checks the bytes against the hash as it
+  /// reads them: a working file can change under a reader. `locked` says whether the caller
+  /// holds the lock.
   func openContent(
     _ hash: ContentHash, preferring path: DocumentPath? = nil, anywhere: Bool = false,
     locked: Bool = false
-  ) -> Int32? {
-    let fd = open(blobs.path(hash), O_RDONLY | O_CLOEXEC)
-    if fd >= 0 { return fd }
+  ) -> ContentFile? {
+    if let file = blobs.openBlob(hash) { return file }
     let find = { self.cleanWorkingFile(holding: hash, preferring: path, anywhere: anywhere) }
     guard let inode = locked ? find() : withLock(find) else { return nil }
-    let file = openat(
-      store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
-    return file >= 0 ? file : nil
+    return blobs.openWorkingFile(inode)
   }
 
   /// The bytes of small content (a symlink target, a pattern file, text to merge), checked
   /// against the hash; nil when this device does not hold it intact. `locked` as for
-  /// ``openContent(_:preferring:locked:)``.
+  /// ``openContent(_:preferring:anywhere:locked:)``.
   func contentBytes(_ hash: ContentHash, preferring path: DocumentPath? = nil, locked: Bool = false)
     -> [UInt8]?
   {
     if let bytes = blobs.bytes(hash) { return bytes }
-    guard let fd = openContent(hash, preferring: path, locked: locked) else { return nil }
-    defer { close(fd) }
-    guard let result = readAll(fd) else { return nil }
+    guard let result = openContent(hash, preferring: path, locked: locked)?.readAll() else {
+      return nil
+    }
     return ContentHash(of: result) == hash ? result : nil
   }
 
@@ -154,10 +151,5 @@ extension SyncEngine {
       }
     }
     withLock { conflictsWithBases = conflicts }
-  }
-
-  /// Checks that an open file holds `hash`, reading it from the start.
-  static func holds(_ fd: Int32, _ hash: ContentHash) -> Bool {
-    (try? BlobFile.digest(of: fd, .caller))?.digest == hash.bytes
   }
 }

@@ -50,26 +50,12 @@ extension SyncEngine {
     guard due else { return }
     var files: [(hex: String, size: Int64, used: Int)] = []
     var total: Int64 = 0
-    let digits = Array("0123456789abcdef")
-    for shard in 0..<256 {
-      let folder = store.blobFolder + "/" + String([digits[shard >> 4], digits[shard & 0xf]])
-      guard let dir = opendir(folder) else { continue }
-      while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) {
-          String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-        }
-        guard name.utf8.count == 64 else { continue }
-        var info = stat()
-        guard stat(folder + "/" + name, &info) == 0 else { continue }
-        let size = Int64(info.st_blocks) * 512
-        total += size
-        let used = max(info.st_atim.tv_sec, info.st_mtim.tv_sec)
-        // Never what arrived or was read a moment ago: a `.history` read opens what it just
-        // fetched, and a save's copy is made before the record that names it.
-        if used > time(nil) - Self.contentCacheGraceSeconds { continue }
-        files.append((name, size, used))
-      }
-      closedir(dir)
+    // Never what arrived or was read a moment ago: a `.history` read opens what it just
+    // fetched, and a save's copy is made before the record that names it.
+    let recent = time(nil) - Self.contentCacheGraceSeconds
+    for file in blobs.storedBlobs() {
+      total += file.size
+      if file.used <= recent { files.append(file) }
     }
     let chunkListsDue = withLock { () -> Bool in
       guard force || now >= saturatingSum(lastChunkListTrim, Self.chunkListTrimMilliseconds)
@@ -101,7 +87,7 @@ extension SyncEngine {
     var removed = 0
     for file in files.filter({ !needed.contains($0.hex) }).sorted(by: { $0.used < $1.used }) {
       guard total > Self.contentCacheBytes else { break }
-      unlink(store.blobPath(hex: file.hex))
+      blobs.removeCached(hex: file.hex)
       total -= file.size
       removed += 1
     }

@@ -40,15 +40,12 @@ extension SyncEngine {
       record.size == size, record.modificationTime == mtime, record.changeTime == ctime,
       !blobs.contains(hash), keepsContent(ofDisplaced: version, at: path)
     else { return local }
-    let target = blobs.path(hash)
-    mkdir(String(target.dropLast(hash.hex.count + 1)), 0o700)
-    guard linkat(store.workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, target, 0) == 0
-    else {
-      if errno != EEXIST {
-        logger.warning(
-          "cannot keep the content of \(path) before sync replaces it: \(String(cString: strerror(errno))); it is fetched again when read"
-        )
-      }
+    do throws(ContentError) {
+      guard try blobs.linkAsBlob(workingFile: inode, as: hash) else { return local }
+    } catch {
+      logger.warning(
+        "cannot keep the content of \(path) before sync replaces it: \(error); it is fetched again when read"
+      )
       return local
     }
     guard case .file(inode, size, mtime, let changed, executable)? = tree?.entry(at: path) else {

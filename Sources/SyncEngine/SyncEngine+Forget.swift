@@ -261,15 +261,14 @@ extension SyncEngine {
   func removeBlobs(_ hashes: Set<ContentHash>) -> (blobs: Int, bytes: UInt64) {
     var removed = (blobs: 0, bytes: UInt64(0))
     for hash in hashes.sorted() {
-      var info = stat()
-      guard stat(blobs.path(hash), &info) == 0 else { continue }
+      guard let size = blobs.blobIdentity(hash)?.size else { continue }
       blobs.remove(hash)
       withLock {
         verifiedBlobs[hash] = nil
         missingBlobs[hash] = nil
       }
       removed.blobs += 1
-      removed.bytes = saturatingSum(removed.bytes, UInt64(info.st_size))
+      removed.bytes = saturatingSum(removed.bytes, UInt64(size))
     }
     return removed
   }

@@ -1,6 +1,7 @@
 import Dispatch
 import DocumentModel
 import Glibc
+import LocalStore
 
 extension SyncEngine {
   // MARK: - History, for `.history` and `docsync history`
@@ -39,12 +40,12 @@ extension SyncEngine {
     }
   }
 
-  /// The local file that holds a version's content, fetched from the hub first when this
+  /// The version's content open for reading, fetched from the hub first when this
   /// device does not hold it (an earlier version pulled in the same page as a later one is
   /// never fetched by pulling). Blocks the calling thread for the fetch, with no lock held;
   /// nil when the content cannot be had (offline, or gone from the hub).
-  public func contentPathFetching(_ record: VersionRecord, timeout: Duration = .seconds(120))
-    -> String?
+  public func contentFileFetching(_ record: VersionRecord, timeout: Duration = .seconds(120))
+    -> ContentFile?
   {
     guard let hash = record.content.blobHash else { return nil }
     if !withLock({ holdsContent(hash, preferring: record.path) }) {
@@ -73,6 +74,6 @@ extension SyncEngine {
         blobs.contains(hash)
       else { return nil }
     }
-    return contentPath(of: record)
+    return contentFile(of: record)
   }
 }

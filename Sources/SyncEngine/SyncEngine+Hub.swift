@@ -295,10 +295,9 @@ extension SyncEngine {
     var small: [ContentHash: [UInt8]] = [:]
     for record in batch where record.kind == .file && record.chunks == nil {
       guard case .file(let hash, let size, _) = record.content, size <= Self.smallContent,
-        small[hash] == nil, let fd = openContent(hash, anywhere: true)
+        small[hash] == nil, let bytes = openContent(hash, anywhere: true)?.readAll()
       else { continue }
-      if let bytes = readAll(fd), bytes.count == size { small[hash] = bytes }
-      close(fd)
+      if bytes.count == size { small[hash] = bytes }
     }
     guard small.count > 1 else { return [] }
     let stored: Set<[UInt8]>
@@ -326,27 +325,25 @@ extension SyncEngine {
     var unreadable = false
     for attempt in 0..<2 {
       if attempt == 1 && !restoreBlob(hash, replacing: unreadable) { break }
-      guard let fd = openContent(hash, anywhere: true) else { continue }
-      defer { close(fd) }
+      guard let file = openContent(hash, anywhere: true) else { continue }
       // A blob hashed as this run wrote it, unchanged since, is not hashed a second time: a
       // 1 GiB push spent a fifth of its CPU on SHA-256, half of it here.
-      let checked = attempt == 0 && blobs.checked.holds(fd, hash)
+      let checked = attempt == 0 && blobs.holdsAsWritten(file, hash)
       do {
-        if handOver && attempt == 0 && blobs.isBlobFile(fd, hash) {
+        if handOver && attempt == 0 && blobs.isBlobFile(file, hash), let path = file.blobPath {
           if try await hub.adoptBlob(
-            hash: hash.bytes, file: blobs.path(hash), descriptor: fd, checked: checked)
+            hash: hash.bytes, file: path, descriptor: file.descriptor, checked: checked)
           {
             // The file is the hub's now (or the hub had the blob, and it is dropped with the
             // batch as usual): nothing here vouches for a local blob of this hash any more.
-            blobs.checked.forget(hash)
+            blobs.forgetWritten(hash)
             withLock { verifiedBlobs[hash] = nil }
             return true
           }
         }
-        try await hub.putBlob(hash: hash.bytes, from: fd, checked: checked)
-        var info = stat()
-        if fstat(fd, &info) == 0 {
-          withLock { objectBytesSent = saturatingSum(objectBytesSent, UInt64(info.st_size)) }
+        try await hub.putBlob(hash: hash.bytes, from: file.descriptor, checked: checked)
+        if let size = file.identity()?.size {
+          withLock { objectBytesSent = saturatingSum(objectBytesSent, UInt64(size)) }
         }
         return true
       } catch .integrity(let reason) {
@@ -395,11 +392,9 @@ extension SyncEngine {
       }
     }
     for (path, inode) in candidates {
-      let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
-      guard fd >= 0 else { continue }
-      defer { close(fd) }
+      guard let file = blobs.openWorkingFile(inode) else { continue }
       // A file written since it was found holds other bytes, and the check below says so.
-      if let (restored, _, _) = try? blobs.add(from: fd, replacing: replacing), restored == hash {
+      if let (restored, _, _) = try? blobs.add(from: file, replacing: replacing), restored == hash {
         logger.info("rebuilt the content of \(path) from its file")
         return true
       }
@@ -603,7 +598,7 @@ extension SyncEngine {
 
   /// Downloads a blob into the store, checking its hash on arrival; nil when it is here, else
   /// why it is not (the hub has been told, see ``reportToHub(_:arrivedDamaged:)``).
-  /// `durable` as for ``BlobStore/install(temporary:descriptor:as:durable:)``.
+  /// `durable` as for ``ContentStore/install(_:as:durable:)``.
   ///
   /// Content that a version names as chunks (`root`, or any known version's) comes as chunks
   /// (``fetchChunked(_:root:extraSources:durable:)``), with `extraSources` as versions that
@@ -623,39 +618,35 @@ extension SyncEngine {
         (try? await hub.hasBlob(hash: hash.bytes)) == true
       else { return wait }
     }
-    guard let (temporary, fd) = blobs.temporaryFile() else {
-      throw .local("cannot create a blob: \(String(cString: strerror(errno)))")
+    let blob: IncomingBlob
+    do throws(ContentError) {
+      blob = try blobs.incoming()
+    } catch {
+      throw SyncError(error)
     }
     do {
-      try await hub.fetchBlob(hash: hash.bytes, to: fd)
+      try await hub.fetchBlob(hash: hash.bytes, to: blob.descriptor)
     } catch .integrity(let reason) {
-      close(fd)
-      unlink(temporary)
       logger.error("refused blob \(hash.hex) from the hub: \(reason)")
       return await reportToHub(hash, arrivedDamaged: true)
     } catch .missingBlob {
-      close(fd)
-      unlink(temporary)
       return await reportToHub(hash, arrivedDamaged: false)
     } catch {
-      close(fd)
-      unlink(temporary)
       throw SyncError(error)
     }
     // The hub checked the bytes against the hash as they arrived (Hub.fetchBlob's contract,
     // on this side of the network), so they are not read back a second time here, nor when
     // the blob becomes a working file while its file is as installed (a 1 GiB pull spent a
     // second on that second read).
-    var fetched = stat()
-    if fstat(fd, &fetched) == 0 {
-      withLock {
-        objectBytesReceived = saturatingSum(objectBytesReceived, UInt64(fetched.st_size))
-      }
+    let fetched = UInt64(blob.size)
+    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, fetched) }
+    do throws(ContentError) {
+      try blobs.install(blob, as: hash, durable: durable)
+    } catch {
+      throw SyncError(error)
     }
-    try blobs.install(temporary: temporary, descriptor: fd, as: hash, durable: durable)
-    var info = stat()
-    if stat(blobs.path(hash), &info) == 0 {
-      withLock { verifiedBlobs[hash] = BlobIdentity(info) }
+    if let identity = blobs.blobIdentity(hash) {
+      withLock { verifiedBlobs[hash] = identity }
     }
     return nil
   }

@@ -122,14 +122,12 @@ extension SyncEngine {
   func hashFile(
     _ job: HashJob, durable: Bool = true, collect: ((ContentHash, ChunkList) -> Void)? = nil
   ) throws(SyncError) -> VersionContent {
-    let fd = openat(
-      store.workingFiles, LocalStore.workingFileName(job.inode), workingFileReadFlags)
-    guard fd >= 0 else {
-      throw .local("cannot open its working file: \(String(cString: strerror(errno)))")
+    let (hash, copied, chunks): (ContentHash, Int64, ChunkList)
+    do throws(ContentError) {
+      (hash, copied, chunks) = try blobs.addWorkingFile(job.inode, durable: durable)
+    } catch {
+      throw SyncError(error)
     }
-    defer { close(fd) }
-    if durable { _ = fsync(fd) }
-    let (hash, copied, chunks) = try blobs.add(from: fd, durable: durable)
     if let collect { collect(hash, chunks) } else { keepChunkList(chunks, of: hash) }
     return .file(hash: hash, size: UInt64(copied), executable: job.executable)
   }
@@ -419,7 +417,12 @@ extension SyncEngine {
     case .directory:
       return .directory
     case .symlink(let target, _):
-      let hash = try blobs.add(bytes: target)
+      let hash: ContentHash
+      do throws(ContentError) {
+        hash = try blobs.add(bytes: target)
+      } catch {
+        throw SyncError(error)
+      }
       return .symlink(hash: hash, size: UInt64(target.count))
     case .special:
       return nil

@@ -4,14 +4,12 @@ import Hub
 import LocalStore
 
 extension SyncEngine {
-  /// The local file that holds a version's content, checked against its hash (once per change
-  /// of the file), so that a conflict version never reads as wrong bytes: nil when it is
-  /// missing or damaged, and then it is fetched again. Called without the lock.
-  public func contentPath(of record: VersionRecord) -> String? {
+  /// The version's content open for reading, checked against its hash (once per change of
+  /// its file), so that a conflict version never reads as wrong bytes: nil when it is missing
+  /// or damaged, and then it is fetched again. Called without the lock.
+  public func contentFile(of record: VersionRecord) -> ContentFile? {
     guard let hash = record.content.blobHash else { return nil }
-    var path = blobs.path(hash)
-    var info = stat()
-    if stat(path, &info) != 0 {
+    guard let blob = blobs.openBlob(hash) else {
       // The current version of a path (a merge reads it) has no blob: its clean file holds it.
       guard
         let inode = withLock({ () -> UInt64? in
@@ -20,22 +18,17 @@ extension SyncEngine {
             return nil
           }
           return found
-        })
+        }),
+        let file = blobs.openWorkingFile(inode), let identity = file.identity()
       else { return nil }
-      path = store.directory + "/files/" + LocalStore.workingFileName(inode)
-      guard stat(path, &info) == 0 else { return nil }
-      let identity = BlobIdentity(info)
-      if withLock({ verifiedBlobs[hash] == identity }) { return path }
-      let fd = open(path, O_RDONLY | O_CLOEXEC)
-      guard fd >= 0 else { return nil }
-      defer { close(fd) }
-      guard Self.holds(fd, hash) else { return nil }
+      if withLock({ verifiedBlobs[hash] == identity }) { return file }
+      guard file.holds(hash) else { return nil }
       withLock { verifiedBlobs[hash] = identity }
-      return path
+      return file
     }
-    let identity = BlobIdentity(info)
-    if withLock({ verifiedBlobs[hash] == identity }) { return path }
-    guard blobs.verify(hash) else {
+    guard let identity = blob.identity() else { return nil }
+    if withLock({ verifiedBlobs[hash] == identity }) { return blob }
+    guard blob.holds(hash) else {
       logger.error("local blob \(hash.hex) does not match its hash; fetching it again")
       blobs.remove(hash)
       withLock {
@@ -45,7 +38,7 @@ extension SyncEngine {
       return nil
     }
     withLock { verifiedBlobs[hash] = identity }
-    return path
+    return blob
   }
 
   /// The paths and conflict versions whose content is on its way, and why, in path order.
@@ -190,28 +183,5 @@ extension SyncEngine {
           retryAt: 0, backoff: 1000, reason: .fetching, hubWants: false)
       }
     }
-  }
-}
-
-/// What identifies one state of a blob file: a blob checked in that state need not be again.
-struct BlobIdentity: Equatable {
-  var inode: UInt
-  var size: Int
-  var modificationTime: timespec
-  var changeTime: timespec
-
-  init(_ info: stat) {
-    inode = info.st_ino
-    size = info.st_size
-    modificationTime = info.st_mtim
-    changeTime = info.st_ctim
-  }
-
-  static func == (lhs: BlobIdentity, rhs: BlobIdentity) -> Bool {
-    lhs.inode == rhs.inode && lhs.size == rhs.size
-      && lhs.modificationTime.tv_sec == rhs.modificationTime.tv_sec
-      && lhs.modificationTime.tv_nsec == rhs.modificationTime.tv_nsec
-      && lhs.changeTime.tv_sec == rhs.changeTime.tv_sec
-      && lhs.changeTime.tv_nsec == rhs.changeTime.tv_nsec
   }
 }

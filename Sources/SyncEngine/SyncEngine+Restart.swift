@@ -21,7 +21,7 @@ extension SyncEngine {
       let path = DocumentPath(components: Self.components(intent.path))
       guard let version = withLock({ known[VersionID(digest(intent.versionID))] }),
         let entry = tree.entry(at: path), case .file(let inode, _, _, _, _) = entry,
-        let (hash, _) = Self.hashWorkingFile(store, inode), hash.bytes == intent.contentHash
+        let (hash, _) = hashWorkingFile(inode), hash.bytes == intent.contentHash
       else { continue }
       withLock {
         if tree.entry(at: path) == entry, show(path, version, entry) {
@@ -46,7 +46,7 @@ extension SyncEngine {
     }
     var wentBack: Set<DocumentPath> = []
     for (path, entry, inode) in changed {
-      guard let (hash, _) = Self.hashWorkingFile(store, inode),
+      guard let (hash, _) = hashWorkingFile(inode),
         case .file(_, _, let mtime, _, _) = entry
       else { continue }
       withLock {
@@ -126,7 +126,7 @@ extension SyncEngine {
   func settleUnrecordedFiles(_ tree: any LocalTree, _ files: [UnrecordedFile]) {
     var landed: [DocumentPath: ShownRecord?] = [:]
     for file in files {
-      let hash = Self.hashWorkingFile(store, file.inode)?.0
+      let hash = hashWorkingFile(file.inode)?.0
       withLock {
         guard tree.entry(at: file.path) == file.entry, hash == file.current.content.blobHash
         else {
@@ -176,11 +176,8 @@ extension SyncEngine {
   }
 
   /// The hash and size of an inode's working file.
-  static func hashWorkingFile(_ store: LocalStore, _ inode: UInt64) -> (ContentHash, Int64)? {
-    let fd = openat(store.workingFiles, LocalStore.workingFileName(inode), workingFileReadFlags)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    guard let (size, digest) = try? BlobFile.digest(of: fd, .caller) else { return nil }
-    return (ContentHash(digest.withUnsafeBytes { Digest256(bytes: $0)! }), size)
+  func hashWorkingFile(_ inode: UInt64) -> (ContentHash, Int64)? {
+    guard let (size, hash) = blobs.openWorkingFile(inode)?.digest() else { return nil }
+    return (hash, size)
   }
 }

@@ -88,7 +88,8 @@ public final class SyncEngine: @unchecked Sendable {
   /// Whether new versions move their content as chunks (when the hub stores objects); false
   /// keeps whole blobs, as every version before chunks did.
   let contentInChunks: Bool
-  let blobs: BlobStore
+  /// The one owner of this device's content: every read, write, hash and removal of it.
+  let blobs: ContentStore
   let logger: Logger
   private var mutex = pthread_mutex_t()
 
@@ -210,7 +211,7 @@ public final class SyncEngine: @unchecked Sendable {
     self.quietMilliseconds = quietMilliseconds
     self.mergeSettleMilliseconds = mergeSettleMilliseconds
     self.logger = logger
-    blobs = BlobStore(store: store)
+    blobs = ContentStore(store: store)
     // Only the heads come into memory: every older record stays in the local database and is
     // read when a decision needs it, so start-up and memory follow the live library. An
     // earlier docsync stored remote records unchecked: one that would trap or misbehave here is

@@ -4,26 +4,26 @@ import DocumentModel
 /// The chunks of one content, in order, with the root of the manifest tree over them: what a
 /// device keeps beside content it holds, so that it can upload what the hub lacks and rebuild
 /// a new version from the chunks it shares with this one.
-struct ChunkList: Sendable {
-  let root: ContentRef
-  let entries: [ManifestEntry]
+public struct ChunkList: Sendable {
+  public let root: ContentRef
+  public let entries: [ManifestEntry]
 
   /// How this device cuts and names content (a plain library: unkeyed ids).
-  static let hasher = ObjectHasher()
+  public static let hasher = ObjectHasher()
 
-  init(entries: [ManifestEntry]) {
+  public init(entries: [ManifestEntry]) {
     self.entries = entries
     root = ManifestBuilder(hasher: Self.hasher).build(chunks: entries).root
   }
 
   /// The tree's nodes, bottom level first (children before parents, as the hub wants them).
-  var tree: ManifestTree { ManifestBuilder(hasher: Self.hasher).build(chunks: entries) }
+  public var tree: ManifestTree { ManifestBuilder(hasher: Self.hasher).build(chunks: entries) }
 
   /// What a record names.
-  var contentRoot: ContentRoot { ContentRoot(root) }
+  public var contentRoot: ContentRoot { ContentRoot(root) }
 
   /// Each chunk and where it starts in the content.
-  var placed: [(entry: ManifestEntry, offset: UInt64)] {
+  public var placed: [(entry: ManifestEntry, offset: UInt64)] {
     var offset: UInt64 = 0
     return entries.map { entry in
       defer { offset += entry.size }
@@ -33,7 +33,7 @@ struct ChunkList: Sendable {
 
   /// The entries as stored: each the 32-byte id, then the size in 4 bytes (a chunk is at most
   /// 256 KiB).
-  func encodedEntries() -> [UInt8] {
+  public func encodedEntries() -> [UInt8] {
     var out: [UInt8] = []
     out.reserveCapacity(entries.count * 36)
     for entry in entries {
@@ -48,7 +48,7 @@ struct ChunkList: Sendable {
   }
 
   /// A stored list, if it is whole and its chunks build the root it was stored with.
-  init?(root encodedRoot: [UInt8], entries encoded: [UInt8]) {
+  public init?(root encodedRoot: [UInt8], entries encoded: [UInt8]) {
     guard let root = try? ContentRef(decoding: encodedRoot), !encoded.isEmpty,
       encoded.count % 36 == 0
     else { return nil }
@@ -67,9 +67,10 @@ struct ChunkList: Sendable {
 }
 
 extension ContentRoot {
-  init(_ ref: ContentRef) {
+  /// The record's form of a manifest's root.
+  public init(_ ref: ContentRef) {
     self.init(id: ref.id.digest, height: ref.height, size: ref.size)
   }
 
-  var ref: ContentRef { ContentRef(id: ObjectID(id), height: height, size: size) }
+  public var ref: ContentRef { ContentRef(id: ObjectID(id), height: height, size: size) }
 }

@@ -1,5 +1,5 @@
 /// What reading one chunk of local content gives.
-enum ChunkRead: Equatable {
+public enum ChunkRead: Equatable, Sendable {
   /// The chunk's bytes, checked against its id.
   case bytes([UInt8])
   /// Other bytes: the file is damaged, or changed since its chunks were listed.
