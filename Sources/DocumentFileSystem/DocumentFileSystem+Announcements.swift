@@ -34,11 +34,8 @@ extension DocumentFileSystem {
         guard child == announcement.inode, let node = nodes[announcement.inode] else {
           return .skip
         }
-        var info = stat()
-        guard
-          !node.isRegular
-            || fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0
-        else { return .skip }
+        guard node.isRegular else { return .raise(size: 0) }
+        guard let info = store.content.workingFileStatus(node.inode) else { return .skip }
         return .raise(size: Int64(info.st_size))
       }
     }
@@ -142,35 +139,5 @@ extension DocumentFileSystem {
         nodes[parent]?.children[name] == nil
       else { throw .notPermitted }
     }
-  }
-
-  /// Whether the new working file `incoming` begins with the whole content of the working
-  /// file `open`: a version that only appends to it.
-  func incomingFile(_ incoming: String, startsWith open: String) -> Bool {
-    let new = openat(store.workingFiles, incoming, O_RDONLY | O_CLOEXEC)
-    let old = openat(store.workingFiles, open, O_RDONLY | O_CLOEXEC)
-    defer {
-      if new >= 0 { close(new) }
-      if old >= 0 { close(old) }
-    }
-    var newInfo = stat()
-    var oldInfo = stat()
-    guard new >= 0, old >= 0, fstat(new, &newInfo) == 0, fstat(old, &oldInfo) == 0,
-      newInfo.st_size > oldInfo.st_size
-    else { return false }
-    let chunk = 1 << 16
-    var left = Int(oldInfo.st_size)
-    var offset: off_t = 0
-    var a = [UInt8](repeating: 0, count: chunk)
-    var b = [UInt8](repeating: 0, count: chunk)
-    while left > 0 {
-      let count = min(chunk, left)
-      guard pread(new, &a, count, offset) == count, pread(old, &b, count, offset) == count,
-        a.prefix(count) == b.prefix(count)
-      else { return false }
-      left -= count
-      offset += off_t(count)
-    }
-    return true
   }
 }

@@ -67,7 +67,7 @@ extension DocumentFileSystem {
       let record = newRecord(
         in: folder, mode: type | (mode & 0o7777), caller: caller, rdev: isDevice ? device : 0)
       if type == UInt32(S_IFREG) {
-        if let fd = try createWorkingFile(record.inode, flags: 0) { close(fd) }
+        close(try store.content.createWorkingFile(record.inode, flags: 0))
       }
       return try attributes(insert(record, name: name, in: folder))
     }

@@ -15,31 +15,6 @@ public struct OpenFile: Sendable {
 }
 
 extension DocumentFileSystem {
-  /// The flags of an open that carry over to the working file. The working file is always
-  /// opened for reading and writing: the kernel reads pages of files opened write-only
-  /// (partial page writes, mmap), and the open's permissions are checked before (`require`).
-  static func workingFileFlags(_ flags: Int32) -> Int32 {
-    O_RDWR | O_CLOEXEC | (flags & (O_APPEND | O_TRUNC | O_SYNC | O_DSYNC))
-  }
-
-  /// Creates the working file of a new inode and opens it: one made ahead of time when it is
-  /// ready (see ``LocalStore/prepareWorkingFiles(from:)``), which spares the create the disk's
-  /// inode allocation.
-  func createWorkingFile(_ inode: UInt64, flags: Int32) throws(Errno) -> Int32? {
-    // O_SYNC and O_DSYNC cannot be added to an open descriptor (F_SETFL ignores them).
-    if flags & O_SYNC == 0, let fd = store.takePreparedWorkingFile(inode) {
-      // Made a moment ago: its times become the create's, as the kernel stamps a new file.
-      if (flags & O_APPEND == 0 || fcntl(fd, F_SETFL, O_APPEND) == 0) && futimens(fd, nil) == 0 {
-        return fd
-      }
-      close(fd)
-    }
-    let fd = openat(
-      store.workingFiles, workingFileName(inode),
-      Self.workingFileFlags(flags) | O_CREAT | O_TRUNC, 0o600)
-    guard fd >= 0 else { throw Errno(rawValue: errno) }
-    return fd
-  }
 
   /// create: a new regular file, opened.
   public func create(parent: UInt64, name: [UInt8], mode: UInt32, flags: Int32, caller: Caller)
@@ -48,19 +23,19 @@ extension DocumentFileSystem {
     try lock.withLock { () throws(Errno) -> (stat, OpenFile) in
       let folder = try prepareNewName(parent: parent, name: name, caller: caller)
       let record = newRecord(in: folder, mode: UInt32(S_IFREG) | (mode & 0o7777), caller: caller)
-      guard let fd = try createWorkingFile(record.inode, flags: flags) else { throw .ioError }
+      let fd = try store.content.createWorkingFile(record.inode, flags: flags)
       let node: Node
       do throws(Errno) {
         try admit(fd)
       } catch {
-        _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+        store.content.discardNewWorkingFile(record.inode)
         throw error
       }
       do throws(Errno) {
         node = try insert(record, name: name, in: folder)
       } catch {
         close(fd)
-        _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+        store.content.discardNewWorkingFile(record.inode)
         throw error
       }
       node.openCount += 1
@@ -88,8 +63,7 @@ extension DocumentFileSystem {
         throw node.isSymlink ? .tooManySymbolicLinkLevels : .notSupported
       }
       try require(Self.accessWanted(openFlags: flags), node, caller)
-      let fd = openat(store.workingFiles, workingFileName(inode), Self.workingFileFlags(flags))
-      guard fd >= 0 else { throw Errno(rawValue: errno) }
+      let fd = try store.content.openWorkingFile(inode, flags: flags)
       try admit(fd)
       let writable = flags & O_ACCMODE != O_RDONLY
       node.openCount += 1
@@ -150,9 +124,8 @@ extension DocumentFileSystem {
       throw .badFileDescriptor
     }
     engine?.changeLog.touch()
-    guard LinuxCalls.fallocate(descriptor(handle: handle), mode, offset, length) == 0 else {
-      throw Errno(rawValue: errno)
-    }
+    try store.content.allocate(
+      descriptor: descriptor(handle: handle), mode: mode, offset: offset, length: length)
   }
 
   /// The working file's descriptor behind an open handle, for zero-copy reads.
@@ -184,22 +157,7 @@ extension DocumentFileSystem {
     -> Int
   {
     engine?.changeLog.touch()
-    var done = 0
-    while done < data.count {
-      let n = pwrite(
-        descriptor(handle: handle), data.baseAddress! + done, data.count - done,
-        off_t(offset) + off_t(done))
-      if n < 0 {
-        if errno == EINTR { continue }
-        if done > 0 { break }
-        throw Errno(rawValue: errno)
-      }
-      done += n
-    }
-    if let window = Writeback.completedWindow(offset: offset, count: done) {
-      Writeback.start(descriptor(handle: handle), window)
-    }
-    return done
+    return try store.content.write(data, to: descriptor(handle: handle), at: offset)
   }
 
   /// What a mode becomes when a write, truncate or chown clears its set-ID bits, as Linux's
@@ -272,7 +230,7 @@ extension DocumentFileSystem {
     let failure: Int32
     do {
       failure = try store.syncJournal(file: fd) { () -> Int32 in
-        (dataOnly ? fdatasync(fd) : fsync(fd)) == 0 ? 0 : errno
+        store.content.flush(descriptor: fd, dataOnly: dataOnly)
       }
     } catch {
       throw Self.refusal(for: error)

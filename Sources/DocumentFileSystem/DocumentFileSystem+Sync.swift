@@ -125,10 +125,7 @@ extension DocumentFileSystem {
       return .symlink(target: target, modificationTime: node.modificationTime)
     }
     guard node.isRegular else { return .special }
-    var info = stat()
-    guard fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0 else {
-      return .special
-    }
+    guard let info = store.content.workingFileStatus(node.inode) else { return .special }
     return .file(
       inode: node.inode, size: Int64(info.st_size), modificationTime: nanoseconds(info.st_mtim),
       changeTime: nanoseconds(info.st_ctim), executable: node.mode & 0o100 != 0)
@@ -174,7 +171,7 @@ extension DocumentFileSystem: LocalTree {
       case .file(let path, let incoming, _) = change,
       let open = lock.withLock({ readOnlyOpenFile(at: path) })
     {
-      extendsOpenFile = incomingFile(incoming, startsWith: open)
+      extendsOpenFile = store.content.incomingFile(incoming, startsWith: open)
     }
     return lock.withLock {
       applyLocked(change, expected: expected, extendsOpenFile: extendsOpenFile)
@@ -183,11 +180,11 @@ extension DocumentFileSystem: LocalTree {
 
   /// The working file of the file at `path` when it is open only for reading (and has one
   /// name): what a remote version that appends to it may land in.
-  private func readOnlyOpenFile(at path: DocumentPath) -> String? {
+  private func readOnlyOpenFile(at path: DocumentPath) -> UInt64? {
     guard let node = node(at: path), node.isRegular, node.openCount > 0, node.writers == 0,
       node.linkCount == 1
     else { return nil }
-    return workingFileName(node.inode)
+    return node.inode
   }
 
   /// The part of `apply` under the tree lock: only checks, renames and the tree's records;
@@ -266,7 +263,7 @@ extension DocumentFileSystem: LocalTree {
             try removeForSync(target, at: path)
             node = try insertForSync(record, name: path.name, in: folder)
           } catch {
-            _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+            store.content.discardNewWorkingFile(record.inode)
             throw error
           }
           if !target.extendedAttributes.isEmpty {
@@ -285,7 +282,7 @@ extension DocumentFileSystem: LocalTree {
           do throws(Errno) {
             node = try insertForSync(record, name: path.name, in: folder)
           } catch {
-            _ = unlinkat(store.workingFiles, workingFileName(record.inode), 0)
+            store.content.discardNewWorkingFile(record.inode)
             throw error
           }
         }
@@ -311,8 +308,7 @@ extension DocumentFileSystem: LocalTree {
   /// Gives a working file on its way in (see ``LocalStore/createIncomingFile()``) the name of
   /// an inode's working file, replacing what had it.
   private func renameWorkingFile(_ incoming: String, to inode: UInt64) throws(Errno) {
-    guard renameat(store.workingFiles, incoming, store.workingFiles, workingFileName(inode)) == 0
-    else { throw Errno(rawValue: errno) }
+    try store.content.installIncoming(incoming, as: inode)
   }
 
   public func flushKernelCaches() {
@@ -413,10 +409,8 @@ extension DocumentFileSystem: LocalTree {
   /// Whether the working file on its way in has the size and modification time of an inode's
   /// working file: a new version that changed only the mode.
   private func sameSizeAndTime(_ incoming: String, as inode: UInt64) -> Bool {
-    var new = stat()
-    var old = stat()
-    guard fstatat(store.workingFiles, incoming, &new, 0) == 0,
-      fstatat(store.workingFiles, workingFileName(inode), &old, 0) == 0
+    guard let new = store.content.incomingStatus(incoming),
+      let old = store.content.workingFileStatus(inode)
     else { return false }
     return new.st_size == old.st_size && new.st_mtim.tv_sec == old.st_mtim.tv_sec
       && new.st_mtim.tv_nsec == old.st_mtim.tv_nsec
@@ -425,8 +419,7 @@ extension DocumentFileSystem: LocalTree {
   /// Points every open descriptor of an inode at its working file as it is now named.
   private func repointReaders(of inode: UInt64) {
     for (handle, file) in openFiles where file.inode == inode {
-      let fd = openat(store.workingFiles, workingFileName(inode), O_RDWR | O_CLOEXEC)
-      guard fd >= 0 else { continue }
+      guard let fd = store.content.reopenWorkingFile(inode) else { continue }
       // dup2 swaps the file behind the handle's number at once: a read in flight reads one
       // or the other, and both hold what it may read.
       let target = descriptor(handle: handle)

@@ -320,7 +320,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   /// that the kernel cannot see on the working file itself.
   func touchChangeTime(_ node: Node) {
     if node.isRegular {
-      _ = fchmodat(store.workingFiles, workingFileName(node.inode), 0o600, 0)
+      store.content.touchChangeTime(of: node.inode)
     } else {
       node.changeTime = currentTime()
     }
@@ -347,10 +347,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   private func workingFileChangeTime(_ node: Node) -> Int64? {
-    var info = stat()
-    guard fstatat(store.workingFiles, workingFileName(node.inode), &info, 0) == 0 else {
-      return nil
-    }
+    guard let info = store.content.workingFileStatus(node.inode) else { return nil }
     return nanoseconds(info.st_ctim)
   }
 
@@ -364,21 +361,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
   }
 
   private func removeStrayWorkingFiles() {
-    for shard in 0..<256 {
-      let shardName = String(workingFileName(UInt64(shard)).prefix(2))
-      let fd = openat(store.workingFiles, shardName, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-      guard fd >= 0, let dir = fdopendir(fd) else { continue }
-      defer { closedir(dir) }
-      while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-          String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
-        }
-        guard let inode = UInt64(name) else { continue }
-        if nodes[inode]?.isRegular != true {
-          _ = unlinkat(fd, name, 0)
-        }
-      }
-    }
+    store.content.removeStrayWorkingFiles(keeping: { nodes[$0]?.isRegular == true })
   }
 
   // MARK: - Attributes
@@ -388,13 +371,12 @@ public final class DocumentFileSystem: @unchecked Sendable {
   func attributes(_ node: Node, descriptor: Int32? = nil) throws(Errno) -> stat {
     var result = stat()
     if node.isRegular {
-      let status =
-        if let descriptor {
-          fstat(descriptor, &result)
-        } else {
-          fstatat(store.workingFiles, workingFileName(node.inode), &result, 0)
-        }
-      guard status == 0 else { throw .ioError }
+      if let descriptor {
+        guard fstat(descriptor, &result) == 0 else { throw .ioError }
+      } else {
+        guard let info = store.content.workingFileStatus(node.inode) else { throw .ioError }
+        result = info
+      }
     } else {
       result.st_atim = timespecFrom(nanoseconds: node.accessTime)
       result.st_mtim = timespecFrom(nanoseconds: node.modificationTime)
@@ -493,20 +475,14 @@ public final class DocumentFileSystem: @unchecked Sendable {
       let node = try node(inode)
       try requireMayChange(node, update, caller)
       let (oldMode, oldUID, oldGID) = (node.mode, node.uid, node.gid)
-      let name = workingFileName(inode)
       if let size = update.size {
         guard node.isRegular else { throw node.isDirectory ? .isDirectory : .invalidArgument }
         if size < 0 { throw .invalidArgument }
-        let result: Int32
         if let handle = update.handle, openFiles[handle]?.inode == inode {
-          result = ftruncate(Int32(handle), off_t(size))
+          try store.content.truncate(descriptor: Int32(handle), to: size)
         } else {
-          let fd = openat(store.workingFiles, name, O_WRONLY | O_CLOEXEC)
-          guard fd >= 0 else { throw .ioError }
-          result = ftruncate(fd, off_t(size))
-          close(fd)
+          try store.content.truncateWorkingFile(inode, to: size)
         }
-        guard result == 0 else { throw Errno(rawValue: errno) }
       }
       var changed = false
       if let mode = update.mode {
@@ -537,9 +513,7 @@ public final class DocumentFileSystem: @unchecked Sendable {
             }
           }
           let times = [spec(update.accessTime), spec(update.modificationTime)]
-          guard utimensat(store.workingFiles, name, times, 0) == 0 else {
-            throw Errno(rawValue: errno)
-          }
+          try store.content.setTimes(of: inode, times)
         } else {
           let now = currentTime()
           func value(_ time: AttributeUpdate.Time) -> Int64 {

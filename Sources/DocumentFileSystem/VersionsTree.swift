@@ -261,7 +261,7 @@ extension DocumentFileSystem {
       if flags & O_ACCMODE != O_RDONLY || flags & O_TRUNC != 0 { throw .readOnlyFileSystem }
       guard let views = mergeViews(at: path), let bytes = isBase ? views.base : views.merged
       else { throw .noSuchFileOrDirectory }
-      let fd = try unnamedFile(holding: bytes)
+      let fd = try store.content.unnamedFile(holding: bytes)
       try admit(fd)
       lock.withLock { openFiles[UInt64(fd)] = (inode, false) }
       return OpenFile(handle: UInt64(fd), descriptor: fd)
@@ -385,29 +385,6 @@ extension DocumentFileSystem {
     engine.noteMergedView(
       at: path, heads: [heads.current.id] + heads.others.map(\.id), content: merged)
     return views
-  }
-
-  /// An unnamed file in the state folder that holds `bytes`, read as a working file is, and
-  /// gone at close. (memfd_create would keep it off the disk, but Swift does not see it without
-  /// _GNU_SOURCE; the state folder is private, as the content is.)
-  func unnamedFile(holding bytes: [UInt8]) throws(Errno) -> Int32 {
-    var template = Array("\(store.directory)/view-XXXXXX".utf8CString)
-    let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-    guard fd >= 0 else { throw Errno(rawValue: errno) }
-    _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-    template.withUnsafeBufferPointer { _ = Glibc.unlink($0.baseAddress!) }
-    var done = 0
-    while done < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else {
-        let failure = Errno(rawValue: errno)
-        close(fd)
-        throw failure
-      }
-      done += n
-    }
-    return fd
   }
 
   func virtualExtendedAttributes(_ inode: UInt64) -> [[UInt8]: [UInt8]] {

@@ -5,19 +5,21 @@ import DocumentModel
 /// device keeps beside content it holds, so that it can upload what the hub lacks and rebuild
 /// a new version from the chunks it shares with this one.
 public struct ChunkList: Sendable {
-  public let root: ContentRef
   public let entries: [ManifestEntry]
+  /// The tree's nodes, bottom level first (children before parents, as the hub wants them),
+  /// built once with the root: an upload and a pull each walk it again.
+  public let tree: ManifestTree
+
+  /// The manifest's root: what a record names.
+  public var root: ContentRef { tree.root }
 
   /// How this device cuts and names content (a plain library: unkeyed ids).
   public static let hasher = ObjectHasher()
 
   public init(entries: [ManifestEntry]) {
     self.entries = entries
-    root = ManifestBuilder(hasher: Self.hasher).build(chunks: entries).root
+    tree = ManifestBuilder(hasher: Self.hasher).build(chunks: entries)
   }
-
-  /// The tree's nodes, bottom level first (children before parents, as the hub wants them).
-  public var tree: ManifestTree { ManifestBuilder(hasher: Self.hasher).build(chunks: entries) }
 
   /// What a record names.
   public var contentRoot: ContentRoot { ContentRoot(root) }

@@ -4,6 +4,33 @@ import Glibc
 import Hub
 
 extension ContentStore {
+  /// A new, empty working file under ``LocalStore/incomingFolder``, open for writing: its name relative
+  /// to `workingFiles` and its descriptor.
+  public func createIncomingFile() -> (name: String, descriptor: Int32)? {
+    var generator = SystemRandomNumberGenerator()
+    for _ in 0..<8 {
+      let name =
+        LocalStore.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
+      let fd = openat(workingFiles, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+      if fd >= 0 { return (name, fd) }
+      if errno != EEXIST { return nil }
+    }
+    return nil
+  }
+
+  /// A new name under ``LocalStore/incomingFolder`` for a file that is renamed there (a blob that becomes
+  /// a working file): 64 random bits, as ``createIncomingFile()`` names its files, without the
+  /// cost of creating one.
+  public func incomingName() -> String {
+    var generator = SystemRandomNumberGenerator()
+    return LocalStore.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
+  }
+
+  /// Removes a working file that did not make it into the tree.
+  public func removeIncomingFile(_ name: String) {
+    _ = unlinkat(workingFiles, name, 0)
+  }
+
   // MARK: - New working files for content that lands
 
   /// A new working file with the content `source` holds, checked against `hash` as it is
@@ -12,13 +39,13 @@ extension ContentStore {
   public func copyIntoNewWorkingFile(
     from source: ContentFile, hash: ContentHash, time: Int64, durable: Bool
   ) -> WorkingFileCopy {
-    guard let (incoming, fd) = store.createIncomingFile() else {
+    guard let (incoming, fd) = createIncomingFile() else {
       return .cannotWrite(BlobFile.errorText())
     }
     var keep = false
     defer {
       close(fd)
-      if !keep { store.removeIncomingFile(incoming) }
+      if !keep { removeIncomingFile(incoming) }
     }
     var hasher: SHA256? = SHA256()
     var copied: Int64 = 0
@@ -44,20 +71,20 @@ extension ContentStore {
   public func writeNewWorkingFile(_ bytes: [UInt8], time: Int64, durable: Bool)
     throws(ContentError) -> Incoming
   {
-    guard let (incoming, fd) = store.createIncomingFile() else {
+    guard let (incoming, fd) = createIncomingFile() else {
       throw ContentError(BlobFile.errorText())
     }
     defer { close(fd) }
     var done = 0
     while done < bytes.count {
-      let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, bytes.count - done) }
+      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else { break }
       done += n
     }
     guard done == bytes.count, !durable || fsync(fd) == 0 else {
       let reason = BlobFile.errorText()
-      store.removeIncomingFile(incoming)
+      removeIncomingFile(incoming)
       throw ContentError(reason)
     }
     Self.setTime(fd, time)
@@ -76,10 +103,10 @@ extension ContentStore {
       remove(hash)
       return .damaged
     }
-    let incoming = store.incomingName()
+    let incoming = incomingName()
     Self.setTime(file.descriptor, time)
     guard !durable || fsync(file.descriptor) == 0,
-      renameat(AT_FDCWD, path(hash), store.workingFiles, incoming) == 0
+      renameat(AT_FDCWD, path(hash), workingFiles, incoming) == 0
     else { return .failed }
     // The blob file is gone from the blob folder: nothing of this run vouches for it any more.
     checked.forget(hash)
@@ -90,11 +117,11 @@ extension ContentStore {
   /// folder (its content is still a version's), a copy is removed.
   public func discard(_ incoming: Incoming) {
     if let hash = incoming.fromBlob,
-      renameat(store.workingFiles, incoming.name, AT_FDCWD, path(hash)) == 0
+      renameat(workingFiles, incoming.name, AT_FDCWD, path(hash)) == 0
     {
       return
     }
-    store.removeIncomingFile(incoming.name)
+    removeIncomingFile(incoming.name)
   }
 
   // MARK: - Content a replaced working file held
@@ -107,7 +134,7 @@ extension ContentStore {
     // Only the name was wanted: the link takes its place.
     blob.installed()
     unlink(link)
-    guard linkat(store.workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, link, 0) == 0
+    guard linkat(workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, link, 0) == 0
     else { return nil }
     return KeptAside(path: link)
   }
@@ -139,7 +166,7 @@ extension ContentStore {
   {
     let target = path(hash)
     mkdir(String(target.dropLast(hash.hex.count + 1)), 0o700)
-    guard linkat(store.workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, target, 0) == 0
+    guard linkat(workingFiles, LocalStore.workingFileName(inode), AT_FDCWD, target, 0) == 0
     else {
       if errno == EEXIST { return false }
       throw ContentError(BlobFile.errorText())

@@ -15,18 +15,32 @@ import Hub
 /// whole batch by ``LocalStore/syncEverything()``), and only then named by a durable record, so
 /// a record that names a blob never outlives the blob itself, whatever crashes in between.
 public struct ContentStore: Sendable {
+  /// The blob folder: `<hex prefix>/<hex>` for each blob, `tmp/` for blobs on their way.
   let folder: String
-  let store: LocalStore
+  /// The state folder, for files that hold content only while they are open.
+  let directory: String
+  /// An open descriptor of the working-file folder.
+  let workingFiles: Int32
+  /// Empty working files made ahead of the creates that take them.
+  let pool: WorkingFilePool
   /// The blobs ``add(from:durable:replacing:)`` wrote in this run, checked as they were
   /// written.
   let checked = CheckedBlobs()
 
-  public init(store: LocalStore) {
-    self.store = store
-    folder = store.blobFolder
+  /// The content of the state folder `directory`, made by ``LocalStore`` (its
+  /// ``LocalStore/content``), the one instance every user shares.
+  init(directory: String, workingFiles: Int32, pool: WorkingFilePool) {
+    self.directory = directory
+    self.workingFiles = workingFiles
+    self.pool = pool
+    folder = directory + "/blobs"
     mkdir(folder, 0o700)
     mkdir(folder + "/tmp", 0o700)
-    // Half-written blobs of an earlier run are garbage.
+  }
+
+  /// Removes the half-written and released blobs an earlier run left behind: only the one
+  /// process that syncs this state calls it, as it starts.
+  public func removeLeftovers() {
     if let dir = opendir(folder + "/tmp") {
       while let entry = readdir(dir) {
         let name = withUnsafeBytes(of: entry.pointee.d_name) {
@@ -38,7 +52,9 @@ public struct ContentStore: Sendable {
     }
   }
 
-  func path(_ hash: ContentHash) -> String { store.blobPath(hex: hash.hex) }
+  func path(_ hash: ContentHash) -> String { blobPath(hex: hash.hex) }
+
+  func blobPath(hex: String) -> String { folder + "/" + hex.prefix(2) + "/" + hex }
 
   /// Whether this device has the blob `hash` (not whether it is intact).
   public func contains(_ hash: ContentHash) -> Bool { access(path(hash), F_OK) == 0 }
@@ -56,7 +72,7 @@ public struct ContentStore: Sendable {
   /// when it is gone.
   public func openWorkingFile(_ inode: UInt64) -> ContentFile? {
     let fd = openat(
-      store.workingFiles, LocalStore.workingFileName(inode), Self.workingFileReadFlags)
+      workingFiles, LocalStore.workingFileName(inode), Self.workingFileReadFlags)
     return fd >= 0 ? ContentFile(descriptor: fd, blobPath: nil) : nil
   }
 
@@ -243,7 +259,7 @@ public struct ContentStore: Sendable {
 
   /// Removes a cached blob named by its hex digest (the content cache's walk).
   public func removeCached(hex: String) {
-    unlink(store.blobPath(hex: hex))
+    unlink(blobPath(hex: hex))
   }
 
   /// Lets go of blobs that the hub has and working files hold. Each is renamed out of its place

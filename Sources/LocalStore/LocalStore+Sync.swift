@@ -167,10 +167,9 @@ extension LocalStore {
   }
 
   /// The folder of content-addressed blobs: `blobs/<first two hex digits>/<hex>`.
-  public var blobFolder: String { directory + "/blobs" }
+  public var blobFolder: String { content.folder }
 
-  /// The path of a blob by its hex hash.
-  public func blobPath(hex: String) -> String {
-    blobFolder + "/" + hex.prefix(2) + "/" + hex
-  }
+  /// The path of a blob by its hex hash (for a recovery that reads a state set aside, and for
+  /// tests that damage a blob on purpose).
+  public func blobPath(hex: String) -> String { content.blobPath(hex: hex) }
 }

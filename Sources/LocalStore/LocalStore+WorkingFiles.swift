@@ -5,32 +5,6 @@ extension LocalStore {
   /// is written and fsynced there, outside every lock, and only renamed into place under one.
   public static let incomingFolder = "incoming"
 
-  /// A new, empty working file under ``incomingFolder``, open for writing: its name relative
-  /// to `workingFiles` and its descriptor.
-  public func createIncomingFile() -> (name: String, descriptor: Int32)? {
-    var generator = SystemRandomNumberGenerator()
-    for _ in 0..<8 {
-      let name = Self.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
-      let fd = openat(workingFiles, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-      if fd >= 0 { return (name, fd) }
-      if errno != EEXIST { return nil }
-    }
-    return nil
-  }
-
-  /// A new name under ``incomingFolder`` for a file that is renamed there (a blob that becomes
-  /// a working file): 64 random bits, as ``createIncomingFile()`` names its files, without the
-  /// cost of creating one.
-  public func incomingName() -> String {
-    var generator = SystemRandomNumberGenerator()
-    return Self.incomingFolder + "/" + String(generator.next() as UInt64, radix: 16) + ".sync"
-  }
-
-  /// Removes a working file that did not make it into the tree.
-  public func removeIncomingFile(_ name: String) {
-    _ = unlinkat(workingFiles, name, 0)
-  }
-
   /// Makes the renames into and out of the folders that hold `names` (paths relative to
   /// `workingFiles`) durable: a rename is only in the folder until the folder is fsynced, and
   /// a power cut before that brings the old content back.

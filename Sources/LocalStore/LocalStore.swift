@@ -25,6 +25,8 @@ public final class LocalStore: @unchecked Sendable {
   let commits = CommitQueue()
   /// Empty working files made ahead of the creates that take them.
   private let workingFilePool: WorkingFilePool
+  /// The one owner of this state's content: blobs, and the working files' content.
+  public let content: ContentStore
   /// Files open for writing on the mount and not yet closed (``writerOpened()``).
   private let openWriters = Atomic<Int>(0)
   /// Set by ``shutdown()``.
@@ -50,6 +52,7 @@ public final class LocalStore: @unchecked Sendable {
     guard fd >= 0 else { throw .unusable(filesPath, String(cString: strerror(errno))) }
     workingFiles = fd
     workingFilePool = WorkingFilePool(workingFiles: fd)
+    content = ContentStore(directory: directory, workingFiles: fd, pool: workingFilePool)
 
     var configuration = Configuration()
     // Another connection (`sqlite3` left open on a stopped mount's state) may hold the lock

@@ -211,7 +211,8 @@ public final class SyncEngine: @unchecked Sendable {
     self.quietMilliseconds = quietMilliseconds
     self.mergeSettleMilliseconds = mergeSettleMilliseconds
     self.logger = logger
-    blobs = ContentStore(store: store)
+    blobs = store.content
+    blobs.removeLeftovers()
     // Only the heads come into memory: every older record stays in the local database and is
     // read when a decision needs it, so start-up and memory follow the live library. An
     // earlier docsync stored remote records unchecked: one that would trap or misbehave here is

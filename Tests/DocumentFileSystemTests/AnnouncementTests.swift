@@ -37,7 +37,7 @@ import Testing
   }
 
   func incoming(_ store: LocalStore, _ text: String, like inode: UInt64? = nil) throws -> String {
-    let (name, fd) = try #require(store.createIncomingFile())
+    let (name, fd) = try #require(store.content.createIncomingFile())
     #expect(Glibc.write(fd, text, text.utf8.count) == text.utf8.count)
     if let inode {
       var info = stat()

@@ -24,7 +24,7 @@ import Testing
   }
 
   func incoming(_ store: LocalStore, _ text: String) throws -> String {
-    let (name, fd) = try #require(store.createIncomingFile())
+    let (name, fd) = try #require(store.content.createIncomingFile())
     #expect(Glibc.write(fd, text, text.utf8.count) == text.utf8.count)
     close(fd)
     return name
@@ -87,7 +87,7 @@ import Testing
     let name = try incoming(store, "new content\n")
     let change = RemoteChange.file(path: path, incoming: name, executable: false)
     #expect(fs.apply(change, expected: expected) == .skipped)
-    store.removeIncomingFile(name)
+    store.content.removeIncomingFile(name)
     #expect(faccessat(store.workingFiles, name, F_OK, 0) != 0)
   }
 }

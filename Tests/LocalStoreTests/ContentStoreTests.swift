@@ -52,7 +52,7 @@ import Testing
 
   @Test func aWorkingFileBecomesOneBlobWithItsChunksCutInTheSamePass() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = bytes(700_000, seed: 1)
     workingFile(store, 7, data)
     let (hash, size, chunks) = try content.addWorkingFile(7, durable: true)
@@ -83,7 +83,7 @@ import Testing
 
   @Test func aDamagedBlobNeverReadsAsItsContent() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = Array("the first draft\n".utf8)
     let hash = try content.add(bytes: data)
     #expect(content.bytes(hash) == data)
@@ -108,7 +108,7 @@ import Testing
 
   @Test func aBlobOnItsWayInIsNothingUntilInstalled() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = bytes(10_000, seed: 2)
     let hash = ContentHash(of: data)
     do {
@@ -131,7 +131,7 @@ import Testing
 
   @Test func aNewWorkingFileIsMadeOnlyFromTheRightBytesWithTheVersionsTime() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = bytes(50_000, seed: 3)
     let hash = try content.add(bytes: data)
     let source = try #require(content.openBlob(hash))
@@ -164,7 +164,7 @@ import Testing
 
   @Test func aMovedBlobGoesBackWhenItsWorkingFileIsDiscarded() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = bytes(20_000, seed: 4)
     let hash = try content.add(bytes: data)
     let identity = try #require(content.blobIdentity(hash))
@@ -195,7 +195,7 @@ import Testing
 
   @Test func aReplacedFilesContentIsKeptAsideWithoutACopy() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let data = bytes(30_000, seed: 5)
     let hash = ContentHash(of: data)
     workingFile(store, 9, data)
@@ -224,7 +224,7 @@ import Testing
 
   @Test func releasedBlobsAreGoneOnceReleasesFinish() throws {
     let store = try LocalStore(directory: folder)
-    let content = ContentStore(store: store)
+    let content = store.content
     let hashes = try (0..<20).map { try content.add(bytes: bytes(100, seed: UInt64(10 + $0))) }
     content.release(Array(hashes[..<10]))
     // Gone from their places at once, so that the same bytes saved again are a new blob.
@@ -240,15 +240,53 @@ import Testing
   @Test func leftoversOfAnEarlierRunAreRemovedAtStart() throws {
     let store = try LocalStore(directory: folder)
     do {
-      let content = ContentStore(store: store)
+      let content = store.content
       let blob = try content.incoming()
       try blob.write([1, 2, 3], at: 0)
       // A crash: the file stays behind, not even closed by this run.
       let copy = open(store.blobFolder + "/tmp/released-abc", O_WRONLY | O_CREAT, 0o600)
       close(copy)
       #expect(leftovers(store).count == 2)
-      _ = ContentStore(store: store)
+      store.content.removeLeftovers()
       #expect(leftovers(store).isEmpty)
     }
+  }
+
+  @Test func theMountsWorkingFilesGoThroughTheStore() throws {
+    let store = try LocalStore(directory: folder)
+    let content = store.content
+    let fd = try content.createWorkingFile(20, flags: O_WRONLY)
+    let text = Array("hello, world".utf8)
+    #expect(try text.withUnsafeBytes { try content.write($0, to: fd, at: 0) } == text.count)
+    #expect(content.flush(descriptor: fd, dataOnly: true) == 0)
+    close(fd)
+    try content.truncateWorkingFile(20, to: 5)
+    #expect(content.workingFileStatus(20)?.st_size == 5)
+    try content.setTimes(
+      of: 20, [timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2), timespec(tv_sec: 86_400, tv_nsec: 7)])
+    #expect(content.workingFileStatus(20)?.st_mtim.tv_sec == 86_400)
+    // A new version that only appends to what an open reader has, and one that does not.
+    let (longer, longerFD) = try #require(content.createIncomingFile())
+    #expect(Glibc.write(longerFD, "hello, again", 12) == 12)
+    close(longerFD)
+    #expect(content.incomingFile(longer, startsWith: 20))
+    let (other, otherFD) = try #require(content.createIncomingFile())
+    #expect(Glibc.write(otherFD, "jello, again", 12) == 12)
+    close(otherFD)
+    #expect(!content.incomingFile(other, startsWith: 20))
+    try content.installIncoming(longer, as: 20)
+    #expect(content.workingFileStatus(20)?.st_size == 12)
+    content.removeIncomingFile(other)
+    // Files of inodes the tree does not know go at start; the others stay.
+    close(try content.createWorkingFile(21, flags: 0))
+    content.removeStrayWorkingFiles(keeping: { $0 == 20 })
+    #expect(content.workingFileStatus(20) != nil)
+    #expect(content.workingFileStatus(21) == nil)
+    // A merge view's unnamed file: its bytes, and no name left behind.
+    let view = try content.unnamedFile(holding: text)
+    defer { close(view) }
+    var read = [UInt8](repeating: 0, count: 32)
+    #expect(pread(view, &read, 32, 0) == text.count)
+    #expect(Array(read.prefix(text.count)) == text)
   }
 }

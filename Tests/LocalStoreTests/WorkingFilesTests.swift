@@ -22,7 +22,7 @@ import Testing
 
   @Test func incomingFilesAndOldSyncCopiesAreGoneAfterARestart() throws {
     let store = try LocalStore(directory: folder)
-    let (incoming, fd) = try #require(store.createIncomingFile())
+    let (incoming, fd) = try #require(store.content.createIncomingFile())
     #expect(incoming.hasPrefix(LocalStore.incomingFolder + "/") && incoming.hasSuffix(".sync"))
     #expect(Glibc.write(fd, "new", 3) == 3)
     close(fd)
