@@ -155,8 +155,11 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
       throw .recordHashMismatch(expected: expectedID)
     }
     var reader = CanonicalEncoding.Reader(bytes: bytes)
-    guard let decoded = reader.record(id: expectedID), reader.atEnd,
-      CanonicalEncoding.fields(of: decoded) == bytes
+    let decoded = reader.record(id: expectedID)
+    // A field this docsync does not know, in a record whose bytes hash to its id: a newer
+    // docsync made it, and skipping it would hide versions from this device for good.
+    if let field = reader.newerField { throw .newerFormat(expectedID, field: field) }
+    guard let decoded, reader.atEnd, CanonicalEncoding.fields(of: decoded) == bytes
     else { throw .malformedRecord(expectedID) }
     self = decoded
   }
@@ -174,12 +177,16 @@ public struct VersionRecord: Hashable, Sendable, CustomStringConvertible {
 public enum IntegrityError: Error, Hashable, Sendable, CustomStringConvertible {
   case recordHashMismatch(expected: VersionID)
   case malformedRecord(VersionID)
+  /// A record with a field that a later docsync added (after the ones this one knows).
+  case newerFormat(VersionID, field: UInt8)
   case blobHashMismatch(expected: ContentHash)
 
   public var description: String {
     switch self {
     case .recordHashMismatch: "its bytes do not hash to its id"
     case .malformedRecord: "its bytes are not a version record in canonical form"
+    case .newerFormat(_, let field):
+      "a newer docsync made it (record field \(field)): upgrade docsync on this device"
     case .blobHashMismatch(let hash): "the content does not hash to \(hash.hex)"
     }
   }
@@ -274,6 +281,10 @@ enum CanonicalEncoding {
     var offset = 0
 
     var atEnd: Bool { offset == bytes.count }
+    /// The tag of the first optional field this docsync does not know, when the record has
+    /// one: optional fields follow the fixed ones, each a tag byte and its value, tags
+    /// rising (1, the chunks of a file's content, is the only one so far).
+    var newerField: UInt8?
 
     mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
       guard count >= 0, bytes.count - offset >= count else { return nil }
@@ -350,11 +361,16 @@ enum CanonicalEncoding {
       default: return nil
       }
       var chunks: ContentRoot?
-      if !atEnd {
-        guard take(1)?.first == 1, let height = take(1)?.first, let root = digest(),
-          let size = int(width: 8)
+      if !atEnd, bytes[offset] == 1 {
+        offset += 1
+        guard let height = take(1)?.first, let root = digest(), let size = int(width: 8)
         else { return nil }
         chunks = ContentRoot(id: root, height: height, size: size)
+      }
+      if !atEnd {
+        guard bytes[offset] > 1 else { return nil }
+        newerField = bytes[offset]
+        return nil
       }
       guard let deviceName = String(validating: name, as: UTF8.self) else { return nil }
       return VersionRecord(

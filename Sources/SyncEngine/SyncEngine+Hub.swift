@@ -429,9 +429,15 @@ extension SyncEngine {
         logger.error("refused a hub record with a malformed id")
         continue
       }
-      do {
+      do throws(IntegrityError) {
         arrived.append(
           try VersionRecord(decoding: hubRecord.payload, expectedID: VersionID(digest)))
+      } catch .newerFormat(let id, let field) {
+        // Not skipped: this device would never see that version, nor what follows from it.
+        // The page waits, and the reason is the one line `docsync sync` and status give.
+        throw .local(
+          "the hub has versions made by a newer docsync (version \(id.shortHex), record field \(field)): upgrade docsync on this device to go on syncing"
+        )
       } catch {
         logger.error("refused hub record \(digest.hex): \(error)")
         events.post(

@@ -94,6 +94,28 @@ import Testing
     }
   }
 
+  @Test func aFieldFromALaterDocsyncIsToldApartFromGarbage() throws {
+    let record = VersionRecord(
+      path: path("doc"), content: .file(hash: ContentHash(of: [1]), size: 1, executable: false),
+      parents: [], modified: HLCTimestamp(wallMilliseconds: 1), deviceID: DeviceID(high: 0, low: 1),
+      deviceName: "d", chunks: ContentRoot(id: .sha256([2]), height: 1, size: 1))
+    // After the chunks (field 1), and alone: a newer field, whatever its bytes.
+    for bytes in [record.encoded + [2, 9, 9], record.encoded + [200]] {
+      let id = VersionID(.sha256(bytes))
+      #expect(throws: IntegrityError.newerFormat(id, field: bytes[record.encoded.count])) {
+        try VersionRecord(decoding: bytes, expectedID: id)
+      }
+    }
+    // A field 0, or the chunks twice, is no format at all.
+    for bytes in [record.encoded + [0], record.encoded + Array(record.encoded.suffix(42))] {
+      let id = VersionID(.sha256(bytes))
+      #expect(throws: IntegrityError.malformedRecord(id)) {
+        try VersionRecord(decoding: bytes, expectedID: id)
+      }
+    }
+    #expect(try VersionRecord(decoding: record.encoded, expectedID: record.id).chunks != nil)
+  }
+
   @Test func blobCheck() throws {
     let blob = Array("content".utf8)
     let hash = ContentHash(of: blob)
