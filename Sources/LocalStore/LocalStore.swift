@@ -324,6 +324,12 @@ public final class LocalStore: @unchecked Sendable {
           ) WITHOUT ROWID;
           """)
     }
+    migrator.registerMigration("v8: pull every record once more") { db in
+      // An earlier docsync refused the records it could not read (chunked ones, as malformed)
+      // and its cursor went past them: without this, an upgraded device would never see those
+      // versions. Records it knows are passed over as they arrive; only the page reads cost.
+      try db.execute(sql: "DELETE FROM sync_meta WHERE key = 'cursor'")
+    }
     return migrator
   }
 

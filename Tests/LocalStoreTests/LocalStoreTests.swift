@@ -79,6 +79,22 @@ func openCrashCopy(of folder: String) throws -> LocalStore {
     #expect(snapshot.extendedAttributes.isEmpty)
   }
 
+  @Test func aStateFromBeforeStepEightPullsEveryRecordOnceMore() throws {
+    let database = folder + "/state.sqlite"
+    do {
+      let store = try LocalStore(directory: folder)
+      try store.applySync([.setMetadata(key: "cursor", value: Array("42".utf8))])
+      store.shutdown()
+    }
+    // Kept while the step is applied: a cursor is not dropped at every open.
+    #expect(try LocalStore(directory: folder).loadSync().metadata["cursor"] == Array("42".utf8))
+    // A state an earlier docsync left: the step has not run on it.
+    let undone = try sqlite3(database, "DELETE FROM grdb_migrations WHERE identifier LIKE 'v8:%'")
+    #expect(undone.status == 0, "\(undone.output)")
+    let store = try LocalStore(directory: folder)
+    #expect(try store.loadSync().metadata["cursor"] == nil)
+  }
+
   @Test func theStoreKeepsItsDatabaseToItselfUntilItCloses() throws {
     let database = folder + "/state.sqlite"
     let record = InodeRecord(

@@ -1,5 +1,6 @@
 import DocumentModel
 import Hub
+import LocalStore
 import SyncEngine
 import Testing
 
@@ -49,6 +50,43 @@ struct NewerFormatTests {
       return
     }
     #expect(reason.contains("upgrade docsync"))
+    await a.stop()
+    await b.stop()
+  }
+}
+
+/// What state migration v8 does for a device upgraded from a docsync that skipped records: it
+/// pulls every record once more, and what it knows already changes nothing.
+@Suite("pulling every record again")
+struct PullAgainTests {
+  @Test func aDeviceThatPullsEverythingAgainEndsWhereItWasAndGoesOn() async throws {
+    let library = Library()
+    let a = try library.device("a")
+    var b = try library.device("b")
+    for index in 0..<30 { try a.write("doc\(index).txt", "text \(index)\n") }
+    try a.write("doc0.txt", "edited\n")
+    try await a.sync()
+    try await b.sync()
+    try b.write("doc1.txt", "b's edit\n")
+    try await b.sync()
+    try await a.sync()
+    let before = b.engine.status()
+    await b.stop()
+    // The cursor as v8 leaves it: from the start of the hub's records.
+    let store = try LocalStore(directory: library.folder + "/b")
+    try store.applySync([.setMetadata(key: "cursor", value: [])])
+    store.shutdown()
+    b = try library.device("b")
+    try await b.sync()
+    #expect(try b.read("doc0.txt") == "edited\n")
+    #expect(try b.read("doc1.txt") == "b's edit\n")
+    let after = b.engine.status()
+    #expect(after.conflicts.isEmpty && before.conflicts.isEmpty)
+    #expect(after.pendingUploads == 0, "nothing it knew is sent again")
+    try a.write("doc2.txt", "later\n")
+    try await a.sync()
+    try await b.sync()
+    #expect(try b.read("doc2.txt") == "later\n")
     await a.stop()
     await b.stop()
   }
