@@ -180,4 +180,42 @@ struct UntrustedRecordTests {
       try expectSameTree(a, b)
     }
   }
+
+  @Test(
+    "A record from a newer docsync: sync fails with one line that says to upgrade, nothing skips",
+    .needs("sqlite3"), .docsyncOnly)
+  func aRecordFromANewerDocsyncAsksForAnUpgrade() throws {
+    try Library.with(programs: ["sqlite3"], hub: .sqlite) { library in
+      let a = try library.device("laptop")
+      let b = try library.device("desktop")
+      try write(a.path("before.txt"), "synced before\n")
+      try library.sync(a, b)
+      // A folder record with one more optional field (tag 2) than this docsync knows: what a
+      // later docsync sends. Its id is the hash of its bytes, as any device checks.
+      let record = VersionRecord(
+        path: DocumentPath("from-a-newer-docsync"), content: .directory, parents: [],
+        modified: HLCTimestamp(wallMilliseconds: Self.wallMilliseconds()),
+        deviceID: DeviceID(high: 0x5EE, low: 0x5EE), deviceName: "newer")
+      let payload = record.encoded + [2, 0x01, 0x02]
+      let id = Digest256.sha256(payload).bytes
+      func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+      try check(
+        ["sqlite3", "-bail", "-cmd", ".timeout 10000", library.hub],
+        stdin: "INSERT INTO records (id, payload) VALUES (X'\(hex(id))', X'\(hex(payload))');\n")
+      try write(a.path("after.txt"), "made after it\n")
+      let result = try b.trySync(timeout: 5)
+      #expect(result.status == 1, "\(result)")
+      let line = result.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+      #expect(!line.contains("\n"), "one line: \(line)")
+      #expect(line.contains("made by a newer docsync"), "\(line)")
+      #expect(line.contains("upgrade docsync on this device"), "\(line)")
+      let status = try b.status()
+      #expect(status.state == "cannot sync", "\(status.state)")
+      #expect(status.cannotSyncReason?.contains("upgrade docsync") == true, "status says why")
+      // Nothing past the record is applied as if it were not there; the daemon stays up.
+      #expect(!FileManager.default.fileExists(atPath: b.path("from-a-newer-docsync")))
+      #expect(try read(b.path("before.txt")) == "synced before\n")
+      #expect(kill(try b.daemonPID(), 0) == 0, "the daemon died")
+    }
+  }
 }

@@ -16,6 +16,8 @@ public struct DeviceStatus: Decodable, Sendable {
   public var deviceID: String
   public var hub: String
   public var state: String
+  /// Why this device cannot sync, when `state` is `cannot sync`.
+  public var cannotSyncReason: String?
   public var pendingUploads: Int
   public var lastSync: String?
   public var conflicts: [Conflict]
