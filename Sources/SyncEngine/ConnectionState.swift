@@ -31,7 +31,7 @@ struct ConnectionState {
   /// Versions pushed since the outbox was last empty, and the bytes they carry.
   private(set) var uploaded = (files: 0, bytes: UInt64(0))
   /// Content to fetch and fetched since pulling last found nothing new.
-  var download = SyncStatus.Transfer()
+  private(set) var download = SyncStatus.Transfer()
 
   private(set) var syncRequested: UInt64 = 0
   /// When the latest `synchronize` asked (monotonic milliseconds).
@@ -165,6 +165,19 @@ struct ConnectionState {
   mutating func uploadIdle() -> (files: Int, bytes: UInt64)? {
     defer { uploaded = (0, 0) }
     return uploaded.files > 0 ? uploaded : nil
+  }
+
+  /// Content of `files` files carrying `bytes` is to be fetched. Sizes come from other
+  /// devices: bounded by `RecordCheck`, and added without a trap.
+  mutating func noteDownloadNeeded(files: Int, bytes: UInt64) {
+    download.totalFiles += files
+    download.totalBytes = saturatingSum(download.totalBytes, bytes)
+  }
+
+  /// Content of `files` files carrying `bytes` was fetched (or given up on for this turn).
+  mutating func noteDownloaded(files: Int, bytes: UInt64) {
+    download.doneFiles += files
+    download.doneBytes = saturatingSum(download.doneBytes, bytes)
   }
 
   /// Pulling found nothing new: returns what came down since it last did, if anything did,

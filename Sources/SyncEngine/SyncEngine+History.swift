@@ -51,10 +51,7 @@ extension SyncEngine {
     guard let hash = record.content.blobHash else { return nil }
     if !withLock({ holdsContent(hash, preferring: record.path) }) {
       let size = record.content.size ?? 0
-      withLock {
-        connection.download.totalFiles += 1
-        connection.download.totalBytes = saturatingSum(connection.download.totalBytes, size)
-      }
+      withLock { connection.noteDownloadNeeded(files: 1, bytes: size) }
       let done = DispatchSemaphore(value: 0)
       // On the engine's own thread: this FUSE thread waits below, and a task on the shared
       // pool would never run while enough such waits block every thread of the pool.
@@ -64,10 +61,7 @@ extension SyncEngine {
         } catch {
           logger.error("cannot fetch \(record.path) from the hub for .history: \(error)")
         }
-        withLock {
-          connection.download.doneFiles += 1
-          connection.download.doneBytes = saturatingSum(connection.download.doneBytes, size)
-        }
+        withLock { connection.noteDownloaded(files: 1, bytes: size) }
         done.signal()
       }
       let nanoseconds = timeout.components.seconds * 1_000_000_000

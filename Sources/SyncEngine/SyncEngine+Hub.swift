@@ -460,10 +460,8 @@ extension SyncEngine {
       return (fresh, needed, inMemory.subtracting(blobWanted), roots)
     }
     withLock {
-      connection.download.totalFiles += needed.count
-      // Sizes come from other devices: bounded by RecordCheck, and added without a trap.
-      connection.download.totalBytes = needed.values.reduce(
-        connection.download.totalBytes, saturatingSum)
+      connection.noteDownloadNeeded(
+        files: needed.count, bytes: needed.values.reduce(0, saturatingSum))
     }
     // In the order of the hashes' bytes (the order of their hex names), named once each.
     var ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
@@ -477,10 +475,9 @@ extension SyncEngine {
         try await fetchSmallContent(small.map(\.key).filter { roots[$0] == nil }))
       ordered.removeAll { arrived.contains($0.key) }
       withLock {
-        connection.download.doneFiles += arrived.count
-        for (hash, size) in small where arrived.contains(hash) {
-          connection.download.doneBytes = saturatingSum(connection.download.doneBytes, size)
-        }
+        connection.noteDownloaded(
+          files: arrived.count,
+          bytes: small.filter { arrived.contains($0.key) }.map(\.value).reduce(0, saturatingSum))
       }
     }
     // A page of many blobs is made durable with one flush, before its records are stored.
@@ -494,8 +491,7 @@ extension SyncEngine {
           // Not at once again: the loop's next round tries it, after a second.
           noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000)
         }
-        connection.download.doneFiles += 1
-        connection.download.doneBytes = saturatingSum(connection.download.doneBytes, size)
+        connection.noteDownloaded(files: 1, bytes: size)
       }
     }
     if batch { store.syncEverything() }

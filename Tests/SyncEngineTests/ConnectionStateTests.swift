@@ -82,11 +82,14 @@ import Testing
     #expect(up?.files == 3 && up?.bytes == .max)
     #expect(connection.uploadIdle() == nil)
 
-    connection.download.totalFiles = 1
+    connection.noteDownloadNeeded(files: 2, bytes: .max)
+    connection.noteDownloadNeeded(files: 1, bytes: 5)
+    #expect(connection.download.totalFiles == 3 && connection.download.totalBytes == .max)
     #expect(connection.downloadIdle() == nil)
-    connection.download.doneFiles = 1
-    connection.download.doneBytes = 7
-    #expect(connection.downloadIdle()?.doneBytes == 7)
+    connection.noteDownloadNeeded(files: 1, bytes: 7)
+    connection.noteDownloaded(files: 1, bytes: 7)
+    let down = connection.downloadIdle()
+    #expect(down?.doneFiles == 1 && down?.doneBytes == 7 && down?.totalFiles == 1)
     #expect(connection.download == SyncStatus.Transfer())
   }
 
