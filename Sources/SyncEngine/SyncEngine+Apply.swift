@@ -10,26 +10,9 @@ extension SyncEngine {
   /// tree's, which only sees a rename.
   func applyPending(only paths: Set<DocumentPath>? = nil) {
     while true {
-      let batch = withLock { () -> [FileApply] in
-        var taken: [FileApply] = []
-        var bytes: UInt64 = 0
-        // In no particular order: each change makes the folders it needs.
-        for (path, item) in pendingApplies
-        where paths?.contains(path) ?? true && !applying.contains(path) {
-          // Batches share one journal sync and one fsync per folder; big files go alone.
-          if !taken.isEmpty
-            && (taken.count >= Self.applyBatchFiles || bytes + item.size > Self.applyBatchBytes)
-          {
-            break
-          }
-          taken.append(item)
-          bytes += item.size
-        }
-        for item in taken {
-          pendingApplies[item.path] = nil
-          applying.insert(item.path)
-        }
-        return taken
+      // Batches share one journal sync and one fsync per folder; big files go alone.
+      let batch = withLock {
+        applies.take(only: paths, maxFiles: Self.applyBatchFiles, maxBytes: Self.applyBatchBytes)
       }
       guard !batch.isEmpty else { break }
       execute(batch)
@@ -46,11 +29,8 @@ extension SyncEngine {
   /// small content fetched for them (and for paths that wait for a writer, which only
   /// ``applyPending(only:)`` makes blobs) fills its memory. Called with the lock held.
   func applyIsDue() -> Bool {
-    guard pendingApplies.count < Self.applyBatchFiles else { return true }
-    var bytes: UInt64 = 0
-    for item in pendingApplies.values {
-      bytes = saturatingSum(bytes, item.size)
-      if bytes >= Self.applyBatchBytes { return true }
+    if applies.fillsBatch(maxFiles: Self.applyBatchFiles, maxBytes: Self.applyBatchBytes) {
+      return true
     }
     var held: UInt64 = 0
     for content in fetchedContent.values {
@@ -90,14 +70,13 @@ extension SyncEngine {
       let done = Set(landed.map(\.item.path))
       withLock {
         for item in batch {
-          applying.remove(item.path)
-          if done.contains(item.path), case .document(let record)? = state.entries[item.path],
-            record == item.target
+          var landed = false
+          if done.contains(item.path),
+            case .document(let record)? = library.state.entries[item.path]
           {
-            deferred.remove(item.path)
-          } else {
-            deferred.insert(item.path)
+            landed = record == item.target
           }
+          applies.finish(item.path, landed: landed)
         }
       }
     }
@@ -153,7 +132,7 @@ extension SyncEngine {
     var keptBlobs: [ContentHash] = []
     for (item, incoming) in ready {
       let wanted = withLock { () -> Bool in
-        guard case .document(let record)? = state.entries[item.path] else { return false }
+        guard case .document(let record)? = library.state.entries[item.path] else { return false }
         return record == item.target
       }
       guard wanted else {
@@ -203,7 +182,9 @@ extension SyncEngine {
         logger.error("cannot remember what remote changes show: \(error)")
         return
       }
-      for (item, entry) in landed { shown[item.path] = shownRecord(item.path, item.target, entry) }
+      for (item, entry) in landed {
+        library.shown[item.path] = shownRecord(item.path, item.target, entry)
+      }
     }
   }
 
@@ -215,7 +196,8 @@ extension SyncEngine {
     kept: KeptAside, hash: ContentHash
   )? {
     let old = withLock { () -> (ContentHash, UInt64)? in
-      guard let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+      guard let record = library.shown[path],
+        let version = library.known[VersionID(digest(record.versionID))],
         case .file(let hash, _, _) = version.content, hash != incoming, !blobs.contains(hash),
         keepsContent(ofDisplaced: version, at: path),
         case .file(let inode, let size, let mtime, let ctime, _)? = tree?.entry(at: path),

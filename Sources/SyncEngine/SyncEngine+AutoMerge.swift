@@ -11,19 +11,19 @@ extension SyncEngine {
     var plans: [AutoMerge] = []
     // Equal heads first: a path merges one way at a time, and its text merge, if any, is
     // planned again from the heads that are left.
-    for path in state.equalHeads.sorted() where !ignore.isIgnored(path) {
-      guard let plan = AutoMerge.sameContent(at: path, in: known) else { continue }
+    for path in library.state.equalHeads.sorted() where !recorder.ignore.isIgnored(path) {
+      guard let plan = AutoMerge.sameContent(at: path, in: library.known) else { continue }
       candidates.insert(path)
       plans.append(plan)
     }
-    guard merging.attributes.lineCount > 0 else { return (candidates, plans) }
-    for path in state.conflicts.keys.sorted()
-    where !ignore.isIgnored(path) && !candidates.contains(path) {
-      let policy = merging.attributes.policy(for: path)
+    guard merges.merging.attributes.lineCount > 0 else { return (candidates, plans) }
+    for path in library.state.conflicts.keys.sorted()
+    where !recorder.ignore.isIgnored(path) && !candidates.contains(path) {
+      let policy = merges.merging.attributes.policy(for: path)
       guard policy != .manual else { continue }
       candidates.insert(path)
-      guard !merging.isJudged(path, heads: known.heads(at: path).map(\.id).sorted()),
-        let plan = AutoMerge.plan(at: path, in: known, state: state, policy: policy)
+      guard !merges.merging.isJudged(path, heads: library.known.heads(at: path).map(\.id).sorted()),
+        let plan = AutoMerge.plan(at: path, in: library.known, state: library.state, policy: policy)
       else { continue }
       plans.append(plan)
     }
@@ -37,11 +37,9 @@ extension SyncEngine {
     let due = withLock { () -> [AutoMerge] in
       adoptMergeAttributes()
       let (candidates, plans) = autoMergePlans()
-      let (due, wakeIn) = merging.due(
+      return merges.due(
         plans, candidates: candidates, now: monotonicMilliseconds(),
         settle: mergeSettleMilliseconds)
-      mergeWakeIn = wakeIn
-      return due
     }
     // Equal heads need no content: their records are made together, in one transaction (a
     // tree both devices unpacked makes thousands at once).
@@ -60,7 +58,7 @@ extension SyncEngine {
       let outcome = plan.merge(contents: contents)
       guard case .merged(let bytes) = outcome else {
         withLock {
-          merging.judged(plan)
+          merges.merging.judged(plan)
           reportUnmerged(plan.path)
           switch outcome {
           case .overlapping(let count):
@@ -81,7 +79,7 @@ extension SyncEngine {
       } catch {
         // A local failure, not the hub's: the loop must not take it for being offline.
         withLock {
-          merging.judged(plan)
+          merges.merging.judged(plan)
           logger.error("cannot store the merge of \(plan.path): \(error)")
         }
         continue
@@ -97,10 +95,10 @@ extension SyncEngine {
   /// they were made. Called with the lock held.
   private func adoptMerges(_ merges: [(record: VersionRecord, plan: AutoMerge)]) {
     let current = merges.filter {
-      known.heads(at: $0.plan.path).map(\.id).sorted() == $0.plan.headIDs
+      library.known.heads(at: $0.plan.path).map(\.id).sorted() == $0.plan.headIDs
     }
     // Another device's identical merge may have arrived meanwhile: then it is simply known.
-    let new = current.map(\.record).filter { !known.contains($0.id) }
+    let new = current.map(\.record).filter { !library.known.contains($0.id) }
     if !new.isEmpty {
       do {
         try persist(
@@ -113,12 +111,10 @@ extension SyncEngine {
         )
         return
       }
-      outbox.append(contentsOf: new.map(\.id))
     }
     guard !current.isEmpty else { return }
-    for (record, _) in current { author.observe(record) }
-    let touched = known.insert(contentsOf: current.map(\.record))
-    updateState(touched: touched)
+    let touched = updateState(library.learn(current.map(\.record)))
+    library.enqueue(new.map(\.id))
     for (_, plan) in current {
       if plan.sameContent != nil {
         logger.debug("\(plan.path): \(plan.heads.count) equal versions made one")
@@ -137,17 +133,17 @@ extension SyncEngine {
   func adoptMergeAttributes() {
     var source: VersionID?
     var attributes = MergeAttributes.none
-    if case .document(let record)? = state.entries[MergeAttributes.filePath],
+    if case .document(let record)? = library.state.entries[MergeAttributes.filePath],
       case .file(let hash, _, _) = record.content
     {
       source = record.id
-      guard source != merging.attributesSource else { return }
+      guard source != merges.merging.attributesSource else { return }
       guard let bytes = contentBytes(hash, preferring: MergeAttributes.filePath, locked: true)
       else { return }
       attributes = MergeAttributes(fileContent: bytes)
     }
-    guard source != merging.attributesSource else { return }
-    merging.adopt(attributes, from: source)
+    guard source != merges.merging.attributesSource else { return }
+    merges.merging.adopt(attributes, from: source)
     logger.info(
       "merge attributes: \(attributes.lineCount) line(s) from \(MergeAttributes.fileName)")
   }
@@ -155,9 +151,9 @@ extension SyncEngine {
   /// Reports the conflict that `updateState` held back, now that merging it failed. Called
   /// with the lock held.
   private func reportUnmerged(_ path: DocumentPath) {
-    guard let versions = state.conflicts[path], !versions.isEmpty else { return }
+    guard let versions = library.state.conflicts[path], !versions.isEmpty else { return }
     var devices: [String] = []
-    for record in [state.current(at: path)].compactMap({ $0 }) + versions
+    for record in [library.state.current(at: path)].compactMap({ $0 }) + versions
     where !devices.contains(record.deviceName) {
       devices.append(record.deviceName)
     }

@@ -230,15 +230,17 @@ extension SyncEngine {
       else { return }
       sources.append((candidate, path))
     }
-    for id in known.versions(withContent: hash).prefix(8) {
-      guard let record = known[id] else { continue }
+    for id in library.known.versions(withContent: hash).prefix(8) {
+      guard let record = library.known[id] else { continue }
       consider(hash, record.path)
-      if let shownID = shown[record.path].map({ VersionID(digest($0.versionID)) }) {
-        consider(known[shownID]?.content.blobHash, record.path)
+      if let shownID = library.shown[record.path].map({ VersionID(digest($0.versionID)) }) {
+        consider(library.known[shownID]?.content.blobHash, record.path)
       }
-      for parent in record.parents { consider(known[parent]?.content.blobHash, record.path) }
+      for parent in record.parents {
+        consider(library.known[parent]?.content.blobHash, record.path)
+      }
       if let origin = record.origin {
-        consider(known[origin.version]?.content.blobHash, origin.path)
+        consider(library.known[origin.version]?.content.blobHash, origin.path)
       }
     }
     return sources
@@ -259,15 +261,15 @@ extension SyncEngine {
       var found = chunkSources(for: hash)
       for record in extraSources where found.count < 4 {
         for parent in record.parents {
-          if let content = known[parent]?.content.blobHash,
+          if let content = library.known[parent]?.content.blobHash,
             !found.contains(where: { $0.hash == content }),
             holdsContent(content, preferring: record.path)
           {
             found.append((content, record.path))
           }
         }
-        if let shownID = shown[record.path].map({ VersionID(digest($0.versionID)) }),
-          let content = known[shownID]?.content.blobHash,
+        if let shownID = library.shown[record.path].map({ VersionID(digest($0.versionID)) }),
+          let content = library.known[shownID]?.content.blobHash,
           !found.contains(where: { $0.hash == content })
         {
           found.append((content, record.path))
@@ -482,8 +484,8 @@ extension SyncEngine {
   /// The chunk root under which a known version names content `hash`, if any does. Called with
   /// the lock held.
   func knownChunkRoot(of hash: ContentHash) -> ContentRoot? {
-    for id in known.versions(withContent: hash) {
-      if let root = known[id]?.chunks { return root }
+    for id in library.known.versions(withContent: hash) {
+      if let root = library.known[id]?.chunks { return root }
     }
     return nil
   }

@@ -23,16 +23,16 @@ extension SyncEngine {
   ) -> UInt64? {
     guard let tree else { return nil }
     func check(_ path: DocumentPath, _ record: ShownRecord) -> UInt64? {
-      guard let version = known[VersionID(digest(record.versionID))],
+      guard let version = library.known[VersionID(digest(record.versionID))],
         case .file(hash, _, _) = version.content,
         case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
         size == record.size, mtime == record.modificationTime, ctime == record.changeTime
       else { return nil }
       return inode
     }
-    if let path, let record = shown[path], let inode = check(path, record) { return inode }
+    if let path, let record = library.shown[path], let inode = check(path, record) { return inode }
     guard anywhere else { return nil }
-    for (other, record) in shown where other != path {
+    for (other, record) in library.shown where other != path {
       if let inode = check(other, record) { return inode }
     }
     return nil
@@ -80,10 +80,10 @@ extension SyncEngine {
   /// once per batch: O(outbox + conflict versions). Called with the lock held.
   func blobsThatMustStay(leaving sent: Set<VersionID> = []) -> Set<ContentHash> {
     var kept: Set<ContentHash> = []
-    for id in outbox where !sent.contains(id) {
-      if let hash = known[id]?.content.blobHash { kept.insert(hash) }
+    for id in library.outbox where !sent.contains(id) {
+      if let hash = library.known[id]?.content.blobHash { kept.insert(hash) }
     }
-    for versions in state.conflicts.values {
+    for versions in library.state.conflicts.values {
       for record in versions { if let hash = record.content.blobHash { kept.insert(hash) } }
     }
     return kept
@@ -140,16 +140,20 @@ extension SyncEngine {
   /// once a sync returns. Looks again only when the conflicts changed.
   func fetchMergeBases() async throws(SyncError) {
     let (conflicts, wanted) = withLock { () -> ([DocumentPath: [VersionRecord]], [ContentHash]) in
-      guard state.conflicts != conflictsWithBases else { return (state.conflicts, []) }
-      let wanted = known.mergeBases(in: state).compactMap { known[$0]?.content.blobHash }
-        .filter { !holdsContent($0) }
-      return (state.conflicts, Array(Set(wanted)).sorted())
+      guard library.state.conflicts != merges.conflictsWithBases else {
+        return (library.state.conflicts, [])
+      }
+      let wanted = library.known.mergeBases(in: library.state).compactMap {
+        library.known[$0]?.content.blobHash
+      }
+      .filter { !holdsContent($0) }
+      return (library.state.conflicts, Array(Set(wanted)).sorted())
     }
     for hash in wanted {
       if let wait = try await fetchBlob(hash) {
         withLock { noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000) }
       }
     }
-    withLock { conflictsWithBases = conflicts }
+    withLock { merges.conflictsWithBases = conflicts }
   }
 }

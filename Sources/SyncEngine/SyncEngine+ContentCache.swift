@@ -66,17 +66,19 @@ extension SyncEngine {
     guard total > Self.contentCacheBytes || chunkListsDue else { return }
     let needed = withLock { () -> Set<String> in
       var needed: Set<String> = []
-      for id in outbox { if let hash = known[id]?.content.blobHash { needed.insert(hash.hex) } }
-      for versions in state.conflicts.values {
+      for id in library.outbox {
+        if let hash = library.known[id]?.content.blobHash { needed.insert(hash.hex) }
+      }
+      for versions in library.state.conflicts.values {
         for record in versions { if let hash = record.content.blobHash { needed.insert(hash.hex) } }
       }
-      for case .document(let record) in state.entries.values {
+      for case .document(let record) in library.state.entries.values {
         if let hash = record.content.blobHash { needed.insert(hash.hex) }
       }
-      for id in known.mergeBases(in: state) {
-        if let hash = known[id]?.content.blobHash { needed.insert(hash.hex) }
+      for id in library.known.mergeBases(in: library.state) {
+        if let hash = library.known[id]?.content.blobHash { needed.insert(hash.hex) }
       }
-      for item in pendingApplies.values { needed.insert(item.hash.hex) }
+      for item in applies.pendingApplies.values { needed.insert(item.hash.hex) }
       for hash in missingBlobs.keys { needed.insert(hash.hex) }
       return needed
     }

@@ -18,8 +18,8 @@ extension SyncEngine {
   /// the lock held.
   func keepsContent(ofDisplaced version: VersionRecord, at path: DocumentPath) -> Bool {
     guard let hash = version.content.blobHash else { return false }
-    if version.deviceID == author.deviceID { return true }
-    return state.conflicts[path]?.contains { $0.content.blobHash == hash } ?? false
+    if version.deviceID == library.author.deviceID { return true }
+    return library.state.conflicts[path]?.contains { $0.content.blobHash == hash } ?? false
   }
 
   /// Gives the clean working file that `path` shows the blob name of its content, when a

@@ -17,17 +17,15 @@ extension SyncEngine {
   {
     let request = try withLock { () throws(SyncError) -> UInt64 in
       // A paused mount talks to no hub, and forgetting starts on the hub.
-      if paused { throw .paused }
-      forgetRequested += 1
-      forgetQueue.append((forgetRequested, path))
-      return forgetRequested
+      if connection.paused { throw .paused }
+      return connection.requestForget(path)
     }
     changeLog.wake.signal()
     let patience = MonotonicTimer.deadline(after: Self.forgetOfflinePatience)
     let deadline = MonotonicTimer.deadline(after: timeout)
     while true {
       let (outcome, unreachable) = withLock {
-        (forgetOutcomes.removeValue(forKey: request), offline?.reason)
+        (connection.takeForgetOutcome(request), connection.offline?.reason)
       }
       if let outcome { return try outcome.get() }
       let now = MonotonicTimer.now()
@@ -35,12 +33,7 @@ extension SyncEngine {
       // that nothing was forgotten, rather than when the command's hour runs out.
       let gaveUp = unreachable != nil && now >= patience
       if gaveUp || now >= deadline {
-        let dropped = withLock { () -> Bool in
-          if forgetRunning == request { return false }
-          let queued = forgetQueue.contains { $0.request == request }
-          forgetQueue.removeAll { $0.request == request }
-          return queued
-        }
+        let dropped = withLock { connection.dropForget(request) }
         // Not dropped: the loop is running it, and its outcome comes soon.
         if dropped {
           if let unreachable {
@@ -60,11 +53,8 @@ extension SyncEngine {
   /// versions it removes are every version the hub has of the path; a version another device
   /// adds meanwhile stays, as a new document.
   func forgetIfAsked() async throws(SyncError) {
-    while let (request, path) = withLock({ () -> (UInt64, DocumentPath)? in
-      forgetRunning = forgetQueue.first?.request
-      return forgetQueue.first
-    }) {
-      defer { withLock { forgetRunning = nil } }
+    while let (request, path) = withLock({ connection.startForget() }) {
+      defer { withLock { connection.endForget(request, result: nil) } }
       let result: Result<ForgetOutcome, SyncError>
       do throws(SyncError) {
         result = .success(try await forgetNow(path))
@@ -74,10 +64,7 @@ extension SyncEngine {
       } catch {
         result = .failure(error)
       }
-      withLock {
-        forgetQueue.removeAll { $0.request == request }
-        forgetOutcomes[request] = result
-      }
+      withLock { connection.endForget(request, result: result) }
     }
   }
 
@@ -92,12 +79,12 @@ extension SyncEngine {
       }
       let documents = documentPaths(at: path)
       guard !documents.isEmpty else {
-        if case .directory? = state.entries[path] {
+        if case .directory? = library.state.entries[path] {
           throw .local("\(path) is a folder with no synced document in it")
         }
         throw .local("\(path) is not a synced document and has no history")
       }
-      return (documents.flatMap { known.ids(at: $0) }, documents.count)
+      return (documents.flatMap { library.known.ids(at: $0) }, documents.count)
     }
     // A large folder goes in batches, each one statement's worth on the hub; a batch that
     // fails leaves the ones before it forgotten, and the command can be run again.
@@ -119,11 +106,13 @@ extension SyncEngine {
   /// else every path under it that is or was one. Called with the lock held.
   private func documentPaths(at path: DocumentPath) -> [DocumentPath] {
     func isDocument(_ candidate: DocumentPath) -> Bool {
-      known.ids(at: candidate).contains { known[$0]?.kind != .directory }
+      library.known.ids(at: candidate).contains { library.known[$0]?.kind != .directory }
     }
     if isDocument(path) { return [path] }
-    return known.paths.filter { $0 != path && $0.isEqualOrDescendant(of: path) && isDocument($0) }
-      .sorted()
+    return library.known.paths.filter {
+      $0 != path && $0.isEqualOrDescendant(of: path) && isDocument($0)
+    }
+    .sorted()
   }
 
   /// Pages through the hub's erasures: content that retention released elsewhere stops being
@@ -131,14 +120,14 @@ extension SyncEngine {
   /// sync, and every few seconds otherwise.
   func learnErasures(now asked: Bool) async throws(SyncError) {
     let due = withLock {
-      asked || monotonicMilliseconds() >= lastErasureLook + Self.erasureLookMilliseconds
+      asked || monotonicMilliseconds() >= connection.lastErasureLook + Self.erasureLookMilliseconds
     }
     guard due else { return }
     // Many pages, then one pass: what is still needed is a walk of every record, done once
     // per 64 pages (32,768 erasures, bounded memory) however many a large prune elsewhere made.
     var more = true
     while more {
-      var cursor = withLock { erasureCursor }
+      var cursor = withLock { library.erasureCursor }
       var forgotten: Set<VersionID> = []
       var released: Set<VersionID> = []
       more = false
@@ -163,11 +152,11 @@ extension SyncEngine {
       if !forgotten.isEmpty { forgetHere(forgotten) }
       if !released.isEmpty { _ = try release(released.subtracting(forgotten)) }
       try withLock { () throws(SyncError) in
-        lastErasureLook = monotonicMilliseconds()
-        guard cursor != erasureCursor else { return }
+        connection.lastErasureLook = monotonicMilliseconds()
+        guard cursor != library.erasureCursor else { return }
         // After what it names is applied: a crash before this only applies it again.
         try persist([.setMetadata(key: "erasure_cursor", value: Array(cursor.serialized.utf8))])
-        erasureCursor = cursor
+        library.erasureCursor = cursor
       }
     }
   }
@@ -177,15 +166,15 @@ extension SyncEngine {
   func release(_ ids: Set<VersionID>) throws(SyncError) -> (blobs: Int, bytes: UInt64) {
     guard !ids.isEmpty else { return (0, 0) }
     let unneeded = try withLock { () throws(SyncError) -> Set<ContentHash> in
-      let fresh = Set(ids.filter { !history.isReleased($0, in: known) })
+      let fresh = Set(ids.filter { !library.history.isReleased($0, in: library.known) })
       guard !fresh.isEmpty else { return [] }
       do throws(LocalStoreError) {
         try store.addReleased(fresh.map(\.bytes))
       } catch {
         throw .local(error.description)
       }
-      history.release(fresh, in: known)
-      return Set(fresh.compactMap { known[$0]?.content.blobHash }).filter(isUnneeded)
+      library.release(fresh)
+      return Set(fresh.compactMap { library.known[$0]?.content.blobHash }).filter(isUnneeded)
     }
     return removeBlobs(unneeded)
   }
@@ -197,12 +186,13 @@ extension SyncEngine {
   /// stays too, and is recorded as a new document.
   func forgetHere(_ ids: Set<VersionID>) {
     let unneeded = withLock { () -> Set<ContentHash> in
-      let gone = ids.compactMap { known[$0] }
+      let gone = ids.compactMap { library.known[$0] }
       guard !gone.isEmpty else { return [] }
       let goneIDs = Set(gone.map(\.id))
       var shownGone: [DocumentPath: VersionRecord] = [:]
       for path in Set(gone.map(\.path)) {
-        if let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+        if let record = library.shown[path],
+          let version = library.known[VersionID(digest(record.versionID))],
           goneIDs.contains(version.id)
         {
           shownGone[path] = version
@@ -214,14 +204,10 @@ extension SyncEngine {
         logger.error("cannot forget versions here: \(error)")
         return []
       }
-      outbox.removeAll { goneIDs.contains($0) }
-      stalled.subtract(goneIDs)
-      heldBackAnnounced.subtract(goneIDs)
-      let touched = known.remove(gone)
-      updateState(touched: touched)
+      let touched = updateState(library.forget(gone))
       for (path, version) in shownGone {
-        mergedViews[path] = nil
-        guard state.entries[path] == nil else { continue }
+        merges.forgetMergedView(at: path)
+        guard library.state.entries[path] == nil else { continue }
         dropWorkingFile(path, showing: version)
       }
       reconcile(touched)
@@ -238,23 +224,24 @@ extension SyncEngine {
     guard let tree else { return }
     let local = tree.entry(at: path)
     let unchanged =
-      matches(local, shown[path], version) && !changeLog.peekPaths().contains(path)
+      matches(local, library.shown[path], version) && !changeLog.peekPaths().contains(path)
       && !tree.hasOpenWriter(at: path)
     if unchanged, local != nil, case .applied = tree.apply(.remove(path: path), expected: local) {
       // Removed.
     } else if local != nil {
       changeLog.note(.create(path))
     }
-    shown[path] = nil
+    library.shown[path] = nil
     try? persist([.unshow(path: path.bytes)])
-    deferred.remove(path)
-    pendingApplies[path] = nil
+    applies.drop(path)
   }
 
   /// Whether no version still shown or listed needs the content `hash`: every version that has
   /// it was released (or is gone). Called with the lock held.
   func isUnneeded(_ hash: ContentHash) -> Bool {
-    known.versions(withContent: hash).allSatisfy { history.isReleased($0, in: known) }
+    library.known.versions(withContent: hash).allSatisfy {
+      library.history.isReleased($0, in: library.known)
+    }
   }
 
   /// Deletes these blobs here; returns how many there were and their bytes.

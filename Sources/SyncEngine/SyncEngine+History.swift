@@ -14,15 +14,15 @@ extension SyncEngine {
   ) {
     withLock {
       (
-        history.folders(in: folder),
-        history.earlierVersions(at: folder, in: known)
+        library.history.folders(in: folder),
+        library.history.earlierVersions(at: folder, in: library.known)
       )
     }
   }
 
   /// Whether `.history/<path>/` exists.
   public func hasHistoryFolder(_ path: DocumentPath) -> Bool {
-    withLock { history.hasFolder(path) }
+    withLock { library.history.hasFolder(path) }
   }
 
   /// Every known version of `path` that retention has not released, oldest first by the order
@@ -31,11 +31,13 @@ extension SyncEngine {
     versions: [VersionRecord], heads: Set<VersionID>, earlier: Set<VersionID>
   ) {
     withLock {
-      let versions = known.records(at: path).filter { !history.isReleased($0.id, in: known) }
-        .sorted { ($0.modified, $0.id) < ($1.modified, $1.id) }
+      let versions = library.known.records(at: path).filter {
+        !library.history.isReleased($0.id, in: library.known)
+      }
+      .sorted { ($0.modified, $0.id) < ($1.modified, $1.id) }
       return (
-        versions, Set(known.heads(at: path).map(\.id)),
-        Set(history.earlierVersions(at: path, in: known).map(\.id))
+        versions, Set(library.known.heads(at: path).map(\.id)),
+        Set(library.history.earlierVersions(at: path, in: library.known).map(\.id))
       )
     }
   }
@@ -50,10 +52,7 @@ extension SyncEngine {
     guard let hash = record.content.blobHash else { return nil }
     if !withLock({ holdsContent(hash, preferring: record.path) }) {
       let size = record.content.size ?? 0
-      withLock {
-        download.totalFiles += 1
-        download.totalBytes = saturatingSum(download.totalBytes, size)
-      }
+      withLock { connection.noteDownloadNeeded(files: 1, bytes: size) }
       let done = DispatchSemaphore(value: 0)
       // On the engine's own thread: this FUSE thread waits below, and a task on the shared
       // pool would never run while enough such waits block every thread of the pool.
@@ -63,10 +62,7 @@ extension SyncEngine {
         } catch {
           logger.error("cannot fetch \(record.path) from the hub for .history: \(error)")
         }
-        withLock {
-          download.doneFiles += 1
-          download.doneBytes = saturatingSum(download.doneBytes, size)
-        }
+        withLock { connection.noteDownloaded(files: 1, bytes: size) }
         done.signal()
       }
       let nanoseconds = timeout.components.seconds * 1_000_000_000

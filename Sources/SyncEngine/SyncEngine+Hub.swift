@@ -10,13 +10,13 @@ extension SyncEngine {
     var retryAt: UInt64 = 0
     // The latest sync request that a failed turn had seen: a newer one tries again at once.
     var failedTarget: UInt64 = 0
-    while withLock({ running }) {
+    while withLock({ connection.running }) {
       // Read before looking at anything, so that a wake-up in between is not missed.
       let seen = changeLog.wake.generation
       let (target, forced) = withLock {
         // The state database fails and recovers outside the engine (the tree's commits).
         noteFailingChanged()
-        return (syncRequested, syncRequested > syncCompleted && syncWaiters > 0)
+        return connection.beginTurn()
       }
       let (quiet, pending) = changeLog.quietFor()
       if pending && (quiet >= quietMilliseconds || forced) {
@@ -24,7 +24,7 @@ extension SyncEngine {
       }
       applyPending()
       let now = monotonicMilliseconds()
-      let isPaused = withLock { paused }
+      let isPaused = withLock { connection.paused }
       if isPaused || (now < retryAt && !(forced && target > failedTarget)) {
         let untilRetry = Duration.milliseconds(Int(retryAt > now ? retryAt - now : 0))
         await waitForWork(seen: seen, limit: isPaused ? Self.idleWait : untilRetry)
@@ -48,13 +48,12 @@ extension SyncEngine {
         try await autoMerge()
         await pruneIfDue()
         trimContentCacheIfDue()
-        withLock { if !deferred.isEmpty { reconcile(Array(deferred)) } }
+        withLock { if !applies.deferred.isEmpty { reconcile(Array(applies.deferred)) } }
         applyPending()
         let (clean, tree) = withLock { () -> (Bool, (any LocalTree)?) in
           noteOnline()
-          failing = nil
+          connection.succeeded(at: wallMilliseconds())
           noteFailingChanged()
-          lastSync = wallMilliseconds()
           // Only a requested sync waits to be settled, and the check walks every pending
           // path: done on each turn of the loop, it made a burst of creates quadratic.
           return (forced && isSettled(), self.tree)
@@ -63,13 +62,13 @@ extension SyncEngine {
         if clean && forced {
           blobs.finishReleases()
           tree?.flushKernelCaches()
-          withLock { syncCompleted = max(syncCompleted, target) }
+          withLock { connection.completeSync(through: target) }
         }
         if !forced {
           // A merge waiting for its heads to settle wakes the loop when it is due.
-          let limit = withLock { mergeWakeIn }.map { min(Self.idleWait, .milliseconds(Int($0))) }
+          let limit = withLock { merges.wakeIn }.map { min(Self.idleWait, .milliseconds(Int($0))) }
           await waitForWork(
-            seen: seen, limit: limit ?? Self.idleWait, hubCursor: withLock { cursor })
+            seen: seen, limit: limit ?? Self.idleWait, hubCursor: withLock { library.cursor })
         } else if !clean {
           await MonotonicTimer.shared.sleep(for: .milliseconds(10))
         }
@@ -96,22 +95,15 @@ extension SyncEngine {
   func noteFailure(_ error: SyncError, request: UInt64) {
     let now = wallMilliseconds()
     guard case .local(let reason) = error else {
-      if offline == nil {
+      if connection.wentOffline(error.description, at: now) {
         logger.warning("offline: \(error); retrying")
-        offline = (now, error.description)
         events.post(.offline(reason: error.description), time: now)
-      } else {
-        offline?.reason = error.description
       }
       return
     }
     noteOnline()
-    if failing == nil {
+    if connection.failedHere(reason, at: now, request: request) {
       logger.warning("cannot sync: \(reason); retrying")
-      failing = (now, reason, request)
-    } else {
-      failing?.reason = reason
-      failing?.request = request
     }
     noteFailingChanged()
   }
@@ -119,11 +111,9 @@ extension SyncEngine {
   /// Why syncing fails on this device now, whatever fails: the loop, the state database, or
   /// saves that cannot be read for upload; nil when nothing does. Called with the lock held.
   func failingReason() -> String? {
-    failing?.reason
+    connection.failing?.reason
       ?? store.writeFailure.map { "cannot write the state database: \($0.reason)" }
-      ?? unrecordable.min { $0.key < $1.key }.map {
-        "cannot read \($0.key) to sync it: \($0.value.reason)"
-      }
+      ?? recorder.firstFailure
   }
 
   /// Tells `docsync events` (and the desktop) when syncing starts to fail on this device (see
@@ -132,24 +122,24 @@ extension SyncEngine {
   func noteFailingChanged() {
     let reason = failingReason()
     let now = wallMilliseconds()
-    if let reason, failingSince == nil {
-      failingSince = now
-      events.post(.failing(reason: reason), time: now)
-    } else if reason == nil, let since = failingSince {
-      failingSince = nil
+    switch connection.failureChanged(failing: reason, at: now) {
+    case .began?:
+      if let reason { events.post(.failing(reason: reason), time: now) }
+    case .ended(let since)?:
       logger.info(
         "syncing again (failing since \(HLCTimestamp(wallMilliseconds: since).isoString))")
       events.post(.recovered(since: since), time: now)
+    case nil:
+      break
     }
   }
 
   /// The hub answered: ends being offline, if it was. Called with the lock held.
   func noteOnline() {
-    guard let offline else { return }
+    guard let since = connection.cameOnline() else { return }
     logger.info(
-      "back online (offline since \(HLCTimestamp(wallMilliseconds: offline.since).isoString))")
-    events.post(.online(since: offline.since), time: wallMilliseconds())
-    self.offline = nil
+      "back online (offline since \(HLCTimestamp(wallMilliseconds: since).isoString))")
+    events.post(.online(since: since), time: wallMilliseconds())
   }
 
   /// The longest the loop sleeps with nothing to do. Waking is driven by events; this only bounds
@@ -186,15 +176,15 @@ extension SyncEngine {
   /// can still look open when `docsync sync` starts; only a writer still open some time after
   /// the request is taken for one that stays open.
   func isSettled() -> Bool {
-    guard outbox.allSatisfy(stalled.contains) else { return false }
+    guard library.nothingToUpload else { return false }
     guard let tree else { return true }
-    let writersMayWait = monotonicMilliseconds() - syncRequestedAt > Self.releaseGrace
+    let writersMayWait = monotonicMilliseconds() - connection.syncRequestedAt > Self.releaseGrace
     let waitingForWriters = { (path: DocumentPath) in
       writersMayWait && tree.hasOpenWriter(at: path)
     }
     let pendingLocal = changeLog.peekPaths()
     if !pendingLocal.isEmpty && !pendingLocal.contains(where: waitingForWriters) { return false }
-    guard deferred.allSatisfy({ waitingForWriters($0) || pendingLocal.contains($0) }) else {
+    guard applies.deferred.allSatisfy({ waitingForWriters($0) || pendingLocal.contains($0) }) else {
       return false
     }
     return !autoMergeWaits()
@@ -207,21 +197,16 @@ extension SyncEngine {
   func push() async throws(SyncError) {
     while true {
       let batch = withLock {
-        paused
-          ? []
-          : outbox.lazy.filter { !self.stalled.contains($0) }.prefix(512).compactMap {
-            self.known[$0]
-          }
+        connection.paused ? [] : library.nextUploads(limit: 512)
       }
       guard !batch.isEmpty else {
         withLock {
-          if outbox.allSatisfy(stalled.contains) {
-            if uploaded.files > 0 {
+          if library.nothingToUpload {
+            if let uploaded = connection.uploadIdle() {
               events.post(
                 .transferred(direction: .upload, files: uploaded.files, bytes: uploaded.bytes),
                 time: wallMilliseconds())
             }
-            uploaded = (0, 0)
             contentUploaded = []
           }
         }
@@ -242,8 +227,7 @@ extension SyncEngine {
             withLock {
               logger.error(
                 "version of \(record.path) is held back: its content cannot be provided")
-              _ = stalled.insert(record.id)
-              if heldBackAnnounced.insert(record.id).inserted {
+              if library.holdBack(record.id) {
                 events.post(.heldBack(path: record.path), time: wallMilliseconds())
               }
             }
@@ -271,11 +255,10 @@ extension SyncEngine {
       let sent = Set(ready.map(\.id))
       let released = try withLock { () throws(SyncError) -> [ContentHash] in
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
-        outbox.removeAll { sent.contains($0) }
+        library.uploaded(sent)
         contentUploaded.subtract(sent)
-        heldBackAnnounced.subtract(sent)
-        uploaded.files += ready.count
-        uploaded.bytes = ready.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
+        connection.noteUploaded(
+          files: ready.count, bytes: ready.reduce(0) { saturatingSum($0, $1.content.size ?? 0) })
         return blobsHeldByWorkingFiles(ready)
       }
       // The hub has them now, and the working files hold them: kept once here.
@@ -382,8 +365,8 @@ extension SyncEngine {
   func restoreBlob(_ hash: ContentHash, replacing: Bool = false) -> Bool {
     let candidates = withLock { () -> [(path: DocumentPath, inode: UInt64)] in
       guard let tree else { return [] }
-      return shown.compactMap { path, record in
-        guard let version = known[VersionID(digest(record.versionID))],
+      return library.shown.compactMap { path, record in
+        guard let version = library.known[VersionID(digest(record.versionID))],
           version.content.blobHash == hash,
           case .file(let inode, let size, let mtime, let ctime, _)? = tree.entry(at: path),
           size == record.size, mtime == record.modificationTime, ctime == record.changeTime
@@ -404,7 +387,7 @@ extension SyncEngine {
 
   /// Pulls one page of records; false when there was nothing new.
   func pull() async throws(SyncError) -> Bool {
-    let cursor = withLock { self.cursor }
+    let cursor = withLock { self.library.cursor }
     let page: HubPage
     do {
       page = try await hub.records(after: cursor, limit: 512)
@@ -413,13 +396,12 @@ extension SyncEngine {
     }
     guard !page.records.isEmpty else {
       withLock {
-        if download.doneFiles > 0 {
+        if let download = connection.downloadIdle() {
           events.post(
             .transferred(
               direction: .download, files: download.doneFiles, bytes: download.doneBytes),
             time: wallMilliseconds())
         }
-        download = SyncStatus.Transfer()
       }
       return false
     }
@@ -479,9 +461,8 @@ extension SyncEngine {
       return (fresh, needed, inMemory.subtracting(blobWanted), roots)
     }
     withLock {
-      download.totalFiles += needed.count
-      // Sizes come from other devices: bounded by RecordCheck, and added without a trap.
-      download.totalBytes = needed.values.reduce(download.totalBytes, saturatingSum)
+      connection.noteDownloadNeeded(
+        files: needed.count, bytes: needed.values.reduce(0, saturatingSum))
     }
     // In the order of the hashes' bytes (the order of their hex names), named once each.
     var ordered = needed.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
@@ -495,10 +476,9 @@ extension SyncEngine {
         try await fetchSmallContent(small.map(\.key).filter { roots[$0] == nil }))
       ordered.removeAll { arrived.contains($0.key) }
       withLock {
-        download.doneFiles += arrived.count
-        for (hash, size) in small where arrived.contains(hash) {
-          download.doneBytes = saturatingSum(download.doneBytes, size)
-        }
+        connection.noteDownloaded(
+          files: arrived.count,
+          bytes: small.filter { arrived.contains($0.key) }.map(\.value).reduce(0, saturatingSum))
       }
     }
     // A page of many blobs is made durable with one flush, before its records are stored.
@@ -512,22 +492,19 @@ extension SyncEngine {
           // Not at once again: the loop's next round tries it, after a second.
           noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000)
         }
-        download.doneFiles += 1
-        download.doneBytes = saturatingSum(download.doneBytes, size)
+        connection.noteDownloaded(files: 1, bytes: size)
       }
     }
     if batch { store.syncEverything() }
     return try withLock { () throws(SyncError) -> Bool in
       // `pause` may have returned while this page was on its way: it is then dropped, cursor
       // and all, so that nothing arrives after a pause.
-      if paused { return false }
+      if connection.paused { return false }
       var durable: [SyncChange] = fresh.map { .addVersion($0.stored) }
       durable.append(.setMetadata(key: "cursor", value: Array(page.cursor.serialized.utf8)))
       try persist(durable)
-      self.cursor = page.cursor
-      for record in fresh { author.observe(record) }
-      let touched = known.insert(contentsOf: fresh)
-      updateState(touched: touched)
+      self.library.cursor = page.cursor
+      let touched = updateState(library.learn(fresh))
       if !fresh.isEmpty {
         logger.info("pulled \(fresh.count) version(s)")
         logger.debug(
@@ -549,9 +526,9 @@ extension SyncEngine {
     let now = wallMilliseconds()
     var admitted: [VersionID: HLCTimestamp] = [:]
     var fresh: [VersionRecord] = []
-    for record in arrived where !known.contains(record.id) && admitted[record.id] == nil {
+    for record in arrived where !library.known.contains(record.id) && admitted[record.id] == nil {
       let problem = RecordCheck.problem(with: record, now: now) { id in
-        admitted[id] ?? known[id]?.modified
+        admitted[id] ?? library.known[id]?.modified
       }
       if let problem {
         logger.error(

@@ -1,33 +1,31 @@
 import DocumentModel
 
 extension SyncEngine {
-  /// Brings the library state up to date with `known` at `touched`, reports conflicts that
-  /// appear or end, and applies a new `.docsyncignore`. Called with the lock held.
-  func updateState(touched: Set<DocumentPath>) {
-    // Only paths in conflict before need remembering: a burst of creates stays cheap.
-    var conflictsBefore: [DocumentPath: [VersionRecord]] = [:]
-    var previous: [DocumentPath: VersionRecord] = [:]
-    for path in touched {
-      guard let versions = state.conflicts[path] else { continue }
-      conflictsBefore[path] = versions
-      previous[path] = state.current(at: path)
-    }
-    let recomputed = state.update(from: known, touched: touched)
+  /// Follows a change of what the library knows (``LibraryKnowledge``): reports conflicts that
+  /// appear or end, and applies a new `.docsyncignore`. Returns the paths the change touched.
+  /// Called with the lock held.
+  @discardableResult
+  func updateState(_ change: LibraryChange) -> Set<DocumentPath> {
+    let touched = change.touched
+    let conflictsBefore = change.conflictsBefore
+    let previous = change.currentBefore
     // A folder above them may change too (its last live path was deleted, or one appeared in
     // it): the loop brings it up to date with what waits, as no caller reconciles it.
-    if recomputed.count > touched.count {
-      for path in recomputed where !touched.contains(path) { deferred.insert(path) }
+    if change.recomputed.count > touched.count {
+      applies.postpone(contentsOf: change.recomputed.subtracting(touched))
     }
-    history.update(from: known, touched: touched)
     // Only paths in conflict before or after can have events: sorting every touched path
     // (20,000 for 10,000 renames) cost more than the rest of this.
-    let inConflict = touched.filter { conflictsBefore[$0] != nil || state.conflicts[$0] != nil }
+    let inConflict = touched.filter {
+      conflictsBefore[$0] != nil || library.state.conflicts[$0] != nil
+    }
     for path in inConflict.sorted() {
       let before = conflictsBefore[path] ?? []
-      let after = state.conflicts[path] ?? []
+      let after = library.state.conflicts[path] ?? []
       guard before != after else { continue }
       let latest =
-        state.current(at: path) ?? known.heads(at: path).max { $0.modified < $1.modified }
+        library.state.current(at: path)
+        ?? library.known.heads(at: path).max { $0.modified < $1.modified }
       for event in ConflictEvents.between(
         before: before, after: after, previous: previous[path], latest: latest, at: path,
         isAutomaticMerge: { $0.deviceID == AutoMerge.deviceID })
@@ -36,7 +34,7 @@ extension SyncEngine {
           logger.info("conflict at \(path): \(count) version(s) in .versions/\(path)/")
           // A conflict that `.docsyncattributes` lets merge is reported once the merge was
           // tried and failed (`autoMerge`): nobody is told of what docsync resolves itself.
-          if merging.attributes.policy(for: path) != .manual { continue }
+          if merges.merging.attributes.policy(for: path) != .manual { continue }
         }
         events.post(event, time: wallMilliseconds())
       }
@@ -45,12 +43,13 @@ extension SyncEngine {
       adopt(rules)
     }
     if touched.contains(MergeAttributes.filePath) { adoptMergeAttributes() }
+    return touched
   }
 
   /// The rules of the current version of `.docsyncignore`: built-in only when there is none,
   /// nil while its content is not here yet. Called with the lock held.
   func rulesOfCurrentIgnoreFile() -> IgnoreRules? {
-    guard case .document(let record)? = state.entries[IgnoreRules.filePath] else {
+    guard case .document(let record)? = library.state.entries[IgnoreRules.filePath] else {
       return .builtIn
     }
     guard case .file(let hash, _, _) = record.content else { return .builtIn }
@@ -63,9 +62,7 @@ extension SyncEngine {
   /// simply stops syncing; a path that stops being ignored syncs from now on, both ways.
   /// Called with the lock held.
   func adopt(_ rules: IgnoreRules) {
-    guard rules != ignore else { return }
-    let previous = ignore
-    ignore = rules
+    guard let previous = recorder.adopt(rules) else { return }
     logger.info("ignore rules: \(rules.patternCount) pattern(s) from \(IgnoreRules.fileName)")
     guard let tree else { return }
     let released = { (path: DocumentPath) in previous.isIgnored(path) && !rules.isIgnored(path) }
@@ -75,6 +72,6 @@ extension SyncEngine {
       changeLog.note(.create(path))
     }
     // Remote versions the old rules kept out of the tree are shown now.
-    deferred.formUnion(state.entries.keys.filter(released))
+    applies.postpone(contentsOf: library.state.entries.keys.filter(released))
   }
 }

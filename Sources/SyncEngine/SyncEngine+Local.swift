@@ -83,14 +83,11 @@ extension SyncEngine {
   /// try those paths again; the next window records the rest without them. Called with the
   /// lock held.
   private func holdBack(_ window: Window, unreadable: [DocumentPath: String]) {
-    recording.subtract(window.coverage)
+    recorder.end(window.coverage)
     changeLog.restore(window.operations)
     let now = monotonicMilliseconds()
     for (path, reason) in unreadable.sorted(by: { $0.key < $1.key }) {
-      let retry =
-        unrecordable[path]?.failedAgain(reason: reason, at: now, began: window.began)
-        ?? RecordRetry(reason: reason, at: now, began: window.began)
-      unrecordable[path] = retry
+      let retry = recorder.failed(path, reason: reason, at: now, began: window.began)
       let wait = retry.delay < 1000 ? "\(retry.delay) ms" : "\(retry.delay / 1000) s"
       logger.error("cannot read \(path) to sync it: \(reason); trying again in \(wait)")
     }
@@ -103,7 +100,8 @@ extension SyncEngine {
     guard let entry = tree?.entry(at: path),
       case .file(let inode, let size, let mtime, let ctime, let executable) = entry
     else { return nil }
-    if let record = shown[path], let version = known[VersionID(digest(record.versionID))],
+    if let record = library.shown[path],
+      let version = library.known[VersionID(digest(record.versionID))],
       case .file = version.content, record.size == size,
       record.modificationTime == mtime, record.changeTime == ctime
     {
@@ -141,15 +139,11 @@ extension SyncEngine {
     let pendingPaths = changeLog.peekPaths()
     guard !pendingPaths.isEmpty else { return nil }
     // Editor litter that stays open as long as the editor (vim's swap file) holds nothing back.
-    let open = pendingPaths.filter { !ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
+    let open = pendingPaths.filter { !recorder.ignore.isIgnored($0) && tree.hasOpenWriter(at: $0) }
     // Empty but while a save cannot be read: a burst of thousands of creates looks up nothing.
     let now = monotonicMilliseconds()
-    let retrying =
-      unrecordable.isEmpty
-      ? []
-      : pendingPaths.filter {
-        unrecordable[$0]?.holdsBack(at: now, syncAskedAt: force ? syncRequestedAt : nil) == true
-      }
+    let retrying = recorder.heldBack(
+      pendingPaths, at: now, syncAskedAt: force ? connection.syncRequestedAt : nil)
     let operations = changeLog.drain(holdingBack: open.union(retrying))
     guard !operations.isEmpty else { return nil }
 
@@ -162,7 +156,7 @@ extension SyncEngine {
       case .create(let path), .write(let path), .remove(let path):
         coverage.insert(path)
       case .rename(let from, let to):
-        if shownIndex == nil { shownIndex = PathIndex(shown.keys) }
+        if shownIndex == nil { shownIndex = PathIndex(library.shown.keys) }
         for folder in [from, to] {
           coverage.insert(folder)
           tree.forEachEntry(under: folder) { path, _ in coverage.insert(path) }
@@ -176,7 +170,9 @@ extension SyncEngine {
       operations: operations, coverage: coverage, before: [:], after: [:], entries: [:],
       toHash: [], began: now)
     for path in coverage {
-      if let record = shown[path], let version = known[VersionID(digest(record.versionID))] {
+      if let record = library.shown[path],
+        let version = library.known[VersionID(digest(record.versionID))]
+      {
         window.before[path] = version
       }
     }
@@ -184,7 +180,7 @@ extension SyncEngine {
     let ordered = coverage.sorted { $0 == IgnoreRules.filePath && $1 != IgnoreRules.filePath }
     var renamedToHash: [(HashJob, DocumentPath)] = []
     for path in ordered {
-      guard !ignore.isIgnored(path), let entry = tree.entry(at: path) else {
+      guard !recorder.ignore.isIgnored(path), let entry = tree.entry(at: path) else {
         if path == IgnoreRules.filePath { adopt(.builtIn) }
         continue
       }
@@ -236,7 +232,7 @@ extension SyncEngine {
       }
     }
     // Remote changes wait while these paths are being recorded.
-    recording.formUnion(coverage)
+    recorder.begin(coverage)
     return window
   }
 
@@ -248,8 +244,8 @@ extension SyncEngine {
   private func contentCarriedOver(_ job: HashJob, from origin: DocumentPath?, _ tree: any LocalTree)
     -> VersionContent?
   {
-    guard let origin, origin != job.path, let record = shown[origin],
-      let version = known[VersionID(digest(record.versionID))],
+    guard let origin, origin != job.path, let record = library.shown[origin],
+      let version = library.known[VersionID(digest(record.versionID))],
       case .file(let hash, let size, _) = version.content,
       case .file(_, let nowSize, let mtime, let ctime, let executable) = job.entry,
       record.size == nowSize, record.modificationTime == mtime
@@ -266,7 +262,7 @@ extension SyncEngine {
 
   /// The second part of a window, under the lock: the versions of what the window changed.
   private func finishWindow(_ window: Window, after: [DocumentPath: VersionContent]) {
-    defer { recording.subtract(window.coverage) }
+    defer { recorder.end(window.coverage) }
     guard let tree else { return }
     let operations = window.operations
     let coverage = window.coverage
@@ -275,13 +271,16 @@ extension SyncEngine {
 
     var changes: [PendingChange] = []
     for change in SaveCoalescer.changes(
-      operations: operations, before: before, after: after, rules: ignore)
+      operations: operations, before: before, after: after, rules: recorder.ignore)
     {
       // Writing a conflict version's content over its document (cp, cat >) chooses it.
       if let hash = change.content.blobHash,
-        let chosen = state.conflicts[change.path]?.first(where: { $0.content.blobHash == hash })
+        let chosen = library.state.conflicts[change.path]?.first(where: {
+          $0.content.blobHash == hash
+        })
       {
-        let resolution = Resolution.choose(chosen.id).changes(in: known, state: state)
+        let resolution = Resolution.choose(chosen.id).changes(
+          in: library.known, state: library.state)
         if !resolution.isEmpty {
           changes += resolution
           continue
@@ -289,11 +288,9 @@ extension SyncEngine {
       }
       // Writing the exact bytes of `.versions/<path>/merged<ext>` over the document resolves
       // every conflict version of it: the merge follows all the heads it was made from.
-      if let hash = change.content.blobHash, let merged = mergedViews[change.path],
-        merged.hash == hash, state.conflicts[change.path] != nil
-      {
-        let heads = known.heads(at: change.path).map(\.id)
-        if Set(heads) == Set(merged.heads) {
+      if let hash = change.content.blobHash, library.state.conflicts[change.path] != nil {
+        let heads = library.known.heads(at: change.path).map(\.id)
+        if merges.choosesMergedView(at: change.path, hash: hash, heads: heads) {
           changes.append(
             PendingChange(
               path: change.path, content: change.content, parents: heads,
@@ -327,8 +324,8 @@ extension SyncEngine {
       }
       return change.with(contentTime: time)
     }
-    let records = author.record(
-      changes, known: known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
+    let records = library.author.record(
+      changes, known: library.known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
 
     var durable: [SyncChange] = []
     for record in records {
@@ -337,7 +334,7 @@ extension SyncEngine {
     }
     let recorded = Dictionary(records.map { ($0.path, $0) }, uniquingKeysWith: { _, last in last })
     var newShown: [DocumentPath: ShownRecord?] = [:]
-    for path in coverage where !ignore.isIgnored(path) {
+    for path in coverage where !recorder.ignore.isIgnored(path) {
       if let record = recorded[path] {
         newShown[path] = shownRecord(path, record, entries[path])
       } else if let previous = before[path], let entry = entries[path],
@@ -361,14 +358,9 @@ extension SyncEngine {
       changeLog.restore(operations)
       return
     }
-    if !unrecordable.isEmpty {
-      for path in coverage { unrecordable[path] = nil }
-      noteFailingChanged()
-    }
-    for (path, record) in newShown { shown[path] = record }
-    outbox += records.map(\.id)
-    let touched = known.insert(contentsOf: records)
-    updateState(touched: touched)
+    if recorder.recorded(coverage) { noteFailingChanged() }
+    for (path, record) in newShown { library.shown[path] = record }
+    let touched = updateState(library.queue(records))
     if !records.isEmpty {
       logger.debug(
         "recorded \(records.count) local version(s): \(records.map(\.path.description).sorted().joined(separator: ", "))"
@@ -407,7 +399,7 @@ extension SyncEngine {
     switch entry {
     case .file(_, let size, let mtime, let ctime, let executable):
       if let previous, case .file(let hash, let oldSize, _) = previous.content,
-        let record = shown[path], record.size == size, record.modificationTime == mtime,
+        let record = library.shown[path], record.size == size, record.modificationTime == mtime,
         record.changeTime == ctime
       {
         return .file(hash: hash, size: oldSize, executable: executable)
@@ -434,21 +426,21 @@ extension SyncEngine {
   func reconcile(_ paths: some Sequence<DocumentPath>) {
     guard let tree else { return }
     let busy = changeLog.peekPaths()
-    let creations = paths.filter { state.entries[$0] != nil }.sorted {
+    let creations = paths.filter { library.state.entries[$0] != nil }.sorted {
       $0.components.count < $1.components.count
     }
-    let removals = paths.filter { state.entries[$0] == nil }.sorted {
+    let removals = paths.filter { library.state.entries[$0] == nil }.sorted {
       $0.components.count > $1.components.count
     }
-    for path in creations + removals where !path.isRoot && !ignore.isIgnored(path) {
-      if busy.contains(path) || recording.contains(path) || applying.contains(path)
+    for path in creations + removals where !path.isRoot && !recorder.ignore.isIgnored(path) {
+      if busy.contains(path) || recorder.isRecording(path) || applies.isApplying(path)
         || tree.hasOpenWriter(at: path)
       {
-        deferred.insert(path)
+        applies.postpone(path)
         continue
       }
-      deferred.remove(path)
-      if !bringUpToDate(path, tree) { deferred.insert(path) }
+      applies.settle(path)
+      if !bringUpToDate(path, tree) { applies.postpone(path) }
     }
   }
 
@@ -460,11 +452,11 @@ extension SyncEngine {
     // the path waits for its window. Asked after the entry is read, so the change that entry
     // shows is known here.
     if changeLog.isPending(path) { return false }
-    let previous = shown[path]
-    let previousVersion = previous.flatMap { known[VersionID(digest($0.versionID))] }
+    let previous = library.shown[path]
+    let previousVersion = previous.flatMap { library.known[VersionID(digest($0.versionID))] }
     let change: RemoteChange
     let target: VersionRecord?
-    switch state.entries[path] {
+    switch library.state.entries[path] {
     case .document(let record):
       target = record
       if previous?.versionID == record.id.bytes, matches(local, previous, record) { return true }
@@ -494,11 +486,12 @@ extension SyncEngine {
         guard case .file(_, let size, let executable) = record.content else { return true }
         // The content is copied (and checked against its hash) outside every lock; the path
         // stays deferred until it lands (`applyPending`).
-        pendingApplies[path] = FileApply(
-          path: path, expected: local, target: record, hash: hash, size: size,
-          executable: executable,
-          modificationTime: record.contentTime
-            ?? Int64(record.modified.wallMilliseconds) * 1_000_000)
+        applies.queue(
+          FileApply(
+            path: path, expected: local, target: record, hash: hash, size: size,
+            executable: executable,
+            modificationTime: record.contentTime
+              ?? Int64(record.modified.wallMilliseconds) * 1_000_000))
         return false
       }
     case .directory(let record):
@@ -510,7 +503,9 @@ extension SyncEngine {
       change = .directory(path: path)
     case nil:
       guard let local else {
-        if let winner = known.pathState(at: path)?.winner, previous?.versionID != winner.id.bytes {
+        if let winner = library.known.pathState(at: path)?.winner,
+          previous?.versionID != winner.id.bytes
+        {
           return show(path, winner, nil)
         }
         return true
@@ -519,7 +514,7 @@ extension SyncEngine {
       guard previous != nil, let previousVersion, !previousVersion.content.isDeletion,
         matches(local, previous, previousVersion)
       else { return true }
-      target = known.pathState(at: path)?.winner
+      target = library.known.pathState(at: path)?.winner
       change = .remove(path: path)
     }
     let expected = keepDisplacedContent(
@@ -529,7 +524,7 @@ extension SyncEngine {
       return false
     case .applied(let entry):
       if let target { return show(path, target, entry) }
-      shown[path] = nil
+      library.shown[path] = nil
       try? persist([.unshow(path: path.bytes)])
       return true
     }
@@ -557,7 +552,7 @@ extension SyncEngine {
       logger.error("cannot remember what \(path) shows: \(error)")
       return false
     }
-    shown[path] = shownRecord
+    library.shown[path] = shownRecord
     return true
   }
 }

@@ -46,13 +46,13 @@ extension SyncEngine {
   func waitingForContent() -> [ContentWaiting] {
     guard !missingBlobs.isEmpty else { return [] }
     var waiting: [ContentWaiting] = []
-    for (path, entry) in state.entries {
+    for (path, entry) in library.state.entries {
       guard case .document(let record) = entry, let hash = record.content.blobHash,
         let missing = missingBlobs[hash]
       else { continue }
       waiting.append(ContentWaiting(path: path, version: nil, reason: missing.reason))
     }
-    for (path, versions) in state.conflicts {
+    for (path, versions) in library.state.conflicts {
       for record in versions {
         guard let hash = record.content.blobHash, let missing = missingBlobs[hash] else {
           continue

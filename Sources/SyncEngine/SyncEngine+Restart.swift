@@ -19,7 +19,7 @@ extension SyncEngine {
   func settleAfterRestart(_ tree: any LocalTree, intents: [ApplyIntent]) -> Set<DocumentPath> {
     for intent in intents {
       let path = DocumentPath(components: Self.components(intent.path))
-      guard let version = withLock({ known[VersionID(digest(intent.versionID))] }),
+      guard let version = withLock({ library.known[VersionID(digest(intent.versionID))] }),
         let entry = tree.entry(at: path), case .file(let inode, _, _, _, _) = entry,
         let (hash, _) = hashWorkingFile(inode), hash.bytes == intent.contentHash
       else { continue }
@@ -35,7 +35,7 @@ extension SyncEngine {
 
     let changed = withLock { () -> [(DocumentPath, LocalEntry, UInt64)] in
       var result: [(DocumentPath, LocalEntry, UInt64)] = []
-      for (path, record) in shown {
+      for (path, record) in library.shown {
         guard let entry = tree.entry(at: path),
           case .file(let inode, let size, let mtime, let ctime, _) = entry,
           size != record.size || mtime != record.modificationTime || ctime != record.changeTime
@@ -50,17 +50,17 @@ extension SyncEngine {
         case .file(_, _, let mtime, _, _) = entry
       else { continue }
       withLock {
-        guard tree.entry(at: path) == entry, let record = shown[path],
-          let showing = known[VersionID(digest(record.versionID))]
+        guard tree.entry(at: path) == entry, let record = library.shown[path],
+          let showing = library.known[VersionID(digest(record.versionID))]
         else { return }
         var current: VersionRecord?
-        if case .document(let winner)? = state.entries[path] { current = winner }
+        if case .document(let winner)? = library.state.entries[path] { current = winner }
         for version in [showing, current].compactMap({ $0 })
         where version.content.blobHash == hash && version.contentTime == mtime {
           _ = show(path, version, entry)
           return
         }
-        if let older = Self.olderVersion(of: showing, in: known, hash: hash, time: mtime) {
+        if let older = Self.olderVersion(of: showing, in: library.known, hash: hash, time: mtime) {
           logger.warning(
             """
             \(path) holds an older version (\(older.id.shortHex)) than it showed: not a local \
@@ -154,7 +154,7 @@ extension SyncEngine {
       logger.error("cannot remember what \(records.count) path(s) show: \(error)")
       return
     }
-    for (path, record) in records { shown[path] = record }
+    for (path, record) in records { library.shown[path] = record }
   }
 
   /// An ancestor of `version` at its path with this content and time, if there is one.

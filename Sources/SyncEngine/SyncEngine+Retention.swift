@@ -32,19 +32,18 @@ extension SyncEngine {
   public func prune(timeout: Duration) async throws(SyncError) -> PruneReport {
     let request = try withLock { () throws(SyncError) -> UInt64 in
       // A paused mount talks to no hub, and pruning starts on the hub.
-      if paused { throw .paused }
-      pruneRequested += 1
-      return pruneRequested
+      if connection.paused { throw .paused }
+      return connection.requestPrune()
     }
     changeLog.wake.signal()
     let deadline = MonotonicTimer.deadline(after: timeout)
     while MonotonicTimer.now() < deadline {
-      if let outcome = withLock({ pruneOutcome }), outcome.request >= request {
-        return try outcome.result.get()
+      if let outcome = withLock({ connection.pruneOutcome(of: request) }) {
+        return try outcome.get()
       }
       await MonotonicTimer.shared.sleep(for: .milliseconds(20))
     }
-    if let offline = withLock({ offline }) {
+    if let offline = withLock({ connection.offline }) {
       throw .timeout("cannot prune: the hub is unreachable: \(offline.reason)")
     }
     throw .timeout("the prune did not finish within \(timeout)")
@@ -54,9 +53,7 @@ extension SyncEngine {
   /// pulled everything, so that what it lets go is judged on every version the hub has given.
   func pruneIfDue() async {
     let (request, due) = withLock { () -> (UInt64, Bool) in
-      let asked = pruneRequested > (pruneOutcome?.request ?? 0)
-      let old = wallMilliseconds() >= saturatingSum(lastPrune, Self.pruneIntervalMilliseconds)
-      return (pruneRequested, asked || old)
+      connection.pruneDue(at: wallMilliseconds(), interval: Self.pruneIntervalMilliseconds)
     }
     guard due else { return }
     let result: Result<PruneReport, SyncError>
@@ -68,8 +65,7 @@ extension SyncEngine {
     }
     let now = wallMilliseconds()
     withLock {
-      pruneOutcome = (request, result)
-      lastPrune = now
+      connection.pruned(request: request, result: result, at: now)
     }
     try? persist([.setMetadata(key: "last_prune", value: Array(String(now).utf8))])
   }
@@ -88,16 +84,17 @@ extension SyncEngine {
     // their followers are read from the local database, not held in memory.
     let (paths, bases) = withLock {
       // What merging a document in conflict reads stays while the conflict lasts.
-      (history.paths, known.mergeBases(in: state))
+      (library.history.paths, library.known.mergeBases(in: library.state))
     }
     var released: [VersionRecord] = []
     for path in paths {
       released += withLock { () -> [VersionRecord] in
         // Only a version that a version on the hub follows: one followed only by versions
         // still in the outbox is a head for every other device until they go up.
-        let waiting = Set(outbox)
-        let earlier = history.earlierVersions(at: path, in: known).filter { record in
-          known.followers(of: record.id).contains { !waiting.contains($0) }
+        let waiting = Set(library.outbox)
+        let earlier = library.history.earlierVersions(at: path, in: library.known).filter {
+          record in
+          library.known.followers(of: record.id).contains { !waiting.contains($0) }
         }
         return policy.released(earlier, now: now).filter { !bases.contains($0.id) }
       }

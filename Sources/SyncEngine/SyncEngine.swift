@@ -93,21 +93,19 @@ public final class SyncEngine: @unchecked Sendable {
   let logger: Logger
   private var mutex = pthread_mutex_t()
 
-  // Guarded by `mutex`.
-  var known = VersionSet()
-  var state = LibraryState(VersionSet())
-  /// The earlier versions of every document, for `.history`.
-  var history = HistoryIndex()
-  var shown: [DocumentPath: ShownRecord] = [:]
-  var outbox: [VersionID] = []
-  var author: VersionAuthor
-  var cursor: HubCursor
-  var deferred: Set<DocumentPath> = []
-  /// Remote file versions to write into the tree, by path: their content is copied outside
-  /// the lock (`applyPending`). Their paths stay in `deferred` until they land.
-  var pendingApplies: [DocumentPath: FileApply] = [:]
-  /// Paths whose remote content is being written, outside the lock.
-  var applying: Set<DocumentPath> = []
+  // Guarded by `mutex`. Each owner keeps its own facts in agreement (see its type); the
+  // engine decides under the lock which owner learns what, and does I/O outside it.
+  /// What this device knows of the library: records, state, history, what paths show, the
+  /// outbox, and where it is in the hub's lists.
+  var library: LibraryKnowledge
+  /// Remote changes on their way into the tree.
+  var applies = ApplyState()
+  /// Local changes on their way to becoming versions.
+  var recorder = RecordingState()
+  /// Merged views and automatic merges.
+  var merges = MergeState()
+  /// The link with the hub, its status, and the requests waiting for the loop.
+  var connection = ConnectionState()
   /// Small content just fetched (checked against its hash), held in memory until the files
   /// that take it are written (`applyPending`), so that it is written once, into them, with
   /// no blob file of its own; what no file took then becomes a blob. Never durable: a crash
@@ -119,10 +117,6 @@ public final class SyncEngine: @unchecked Sendable {
   var objectBytesReceived: UInt64 = 0
   /// When the chunk lists of content no longer held were last let go (monotonic ms).
   var lastChunkListTrim: UInt64 = 0
-  /// Paths of a window whose files are being hashed, outside the lock.
-  var recording: Set<DocumentPath> = []
-  /// Paths whose content could not be read or copied for upload, and when to try again.
-  var unrecordable: [DocumentPath: RecordRetry] = [:]
   /// Blobs to fetch again (missing, or found damaged).
   var missingBlobs: [ContentHash: MissingBlob] = [:]
   /// Blobs among `missingBlobs` whose file is there and cannot be read (a failing disk): fetched
@@ -130,68 +124,12 @@ public final class SyncEngine: @unchecked Sendable {
   var unreadableBlobs: Set<ContentHash> = []
   /// Blobs checked against their hash, as their files were then.
   var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
-  /// Remote changes that were being applied when the last run ended, settled at start.
-  var intents: [ApplyIntent] = []
-  /// Versions whose content this device cannot provide (its blob was damaged and the file
-  /// has changed since): tried again when a sync is asked for and at the next start, and
-  /// reported by `synchronize`.
-  var stalled: Set<VersionID> = []
-  /// Of the versions ever held back, those whose event was posted: a version that fails at
-  /// every `docsync sync` is told once, not at every try.
-  var heldBackAnnounced: Set<VersionID> = []
-  /// The merged views people may copy over a document, by path: the heads each was made from
-  /// and its content's hash (see `noteMergedView`).
-  var mergedViews: [DocumentPath: (heads: [VersionID], hash: ContentHash)] = [:]
-  /// Automatic merging: the attributes, and which merges wait for their heads to settle.
-  var merging = MergeWatch()
-  /// How long until a waiting merge is due (milliseconds), for the loop's sleep.
-  var mergeWakeIn: UInt64?
   weak var tree: (any LocalTree)?
-  var paused = false
-  /// What never syncs: the built-in names and the current `.docsyncignore`.
-  var ignore = IgnoreRules.builtIn
-  var offline: (since: UInt64, reason: String)?
-  /// Since when (wall milliseconds) syncing fails here, not at the hub, and why; `request` is
-  /// the latest sync request that the latest failed turn had seen when it began.
-  var failing: (since: UInt64, reason: String, request: UInt64)?
-  /// Since when (wall milliseconds) `failing` or `unrecordable` has held something: what
-  /// `docsync events` heard as `failing`, and will hear as `recovered`.
-  var failingSince: UInt64?
-  var lastSync: UInt64?
-  /// Versions pushed since the outbox was last empty, and the bytes they carry.
-  var uploaded = (files: 0, bytes: UInt64(0))
   /// Queued versions whose content is on the hub already, their records not yet: counted as
   /// done, so that progress moves with each file rather than with each batch of records.
   var contentUploaded: Set<VersionID> = []
-  /// Content to fetch and fetched since pulling last found nothing new.
-  var download = SyncStatus.Transfer()
-  var syncRequested: UInt64 = 0
-  /// When the latest `synchronize` asked (monotonic milliseconds).
-  var syncRequestedAt: UInt64 = 0
-  /// How many `synchronize` calls wait now. A request whose caller gave up no longer hurries
-  /// the loop: it once retried an unreachable hub every 20 ms until the hub came back.
-  var syncWaiters = 0
-  var syncCompleted: UInt64 = 0
-  var running = false
-  /// `docsync prune` requests, the outcome of the latest one the loop ran, and when pruning
-  /// last ran (wall-clock milliseconds; the loop prunes by itself a day after that).
-  var pruneRequested: UInt64 = 0
-  var pruneOutcome: (request: UInt64, result: Result<PruneReport, SyncError>)?
-  var lastPrune: UInt64 = 0
-  /// Where this device is in the hub's list of erasures, and when it last looked (monotonic
-  /// milliseconds).
-  var erasureCursor: HubCursor
-  var lastErasureLook: UInt64 = 0
-  /// `docsync forget` requests waiting for the loop, and the outcomes it has not handed back.
-  var forgetQueue: [(request: UInt64, path: DocumentPath)] = []
-  var forgetOutcomes: [UInt64: Result<ForgetOutcome, SyncError>] = [:]
-  var forgetRequested: UInt64 = 0
-  /// The request the loop is running now: its caller waits for it whatever happens.
-  var forgetRunning: UInt64?
   /// When the loop last looked at the size of the content cache (monotonic milliseconds).
   var lastCacheTrim: UInt64 = 0
-  /// The conflicts whose merge bases ``fetchMergeBases()`` last made sure of.
-  var conflictsWithBases: [DocumentPath: [VersionRecord]] = [:]
   private var loop: Task<Void, Never>?
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.
@@ -234,10 +172,10 @@ public final class SyncEngine: @unchecked Sendable {
       var generator = SystemRandomNumberGenerator()
       deviceID = DeviceID(high: generator.next(), low: generator.next())
     }
-    author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
-    cursor = HubCursor(
+    var author = VersionAuthor(deviceID: deviceID, deviceName: deviceName)
+    let cursor = HubCursor(
       serialized: snapshot.metadata["cursor"].map { String(decoding: $0, as: UTF8.self) } ?? "")
-    erasureCursor = HubCursor(
+    let erasureCursor = HubCursor(
       serialized: snapshot.metadata["erasure_cursor"].map { String(decoding: $0, as: UTF8.self) }
         ?? "")
     let now = wallMilliseconds()
@@ -249,32 +187,33 @@ public final class SyncEngine: @unchecked Sendable {
         author.observe(record)
       }
     }
-    known = VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger))
+    library = LibraryKnowledge(
+      known: VersionSet(heads: heads, archive: StoreArchive(store: store, logger: logger)),
+      author: author, cursor: cursor, erasureCursor: erasureCursor)
     heads = []
-    state = LibraryState(known)
     // The rows per path are read one at a time, and each path is the one the state holds
     // already where there is one: a path kept in several tables is then stored once.
     var historyPaths: [DocumentPath] = []
     do throws(LocalStoreError) {
       try store.loadHistoryPaths { historyPaths.append(sharedPath($0)) }
-      history = HistoryIndex(pathsWithEarlierVersions: historyPaths)
+      library.loadHistory(pathsWithEarlierVersions: historyPaths)
       historyPaths = []
-      try store.loadShown { shown[sharedPath($0.path)] = $0 }
+      try store.loadShown { library.shown[sharedPath($0.path)] = $0 }
     } catch {
       throw .local(error.description)
     }
-    outbox = snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) }
-    intents = snapshot.intents
-    ignore = rulesOfCurrentIgnoreFile() ?? .builtIn
+    library.loadOutbox(snapshot.outbox.compactMap { Digest256(bytes: $0).map(VersionID.init) })
+    applies = ApplyState(intents: snapshot.intents)
+    _ = recorder.adopt(rulesOfCurrentIgnoreFile() ?? .builtIn)
     adoptMergeAttributes()
     // A new state folder first prunes a day after it was made, not at once: its history is
     // young, and retention's first day keeps it at one version per 30 seconds to an hour.
-    lastPrune =
+    connection.lastPrune =
       snapshot.metadata["last_prune"].flatMap { UInt64(String(decoding: $0, as: UTF8.self)) }
       ?? now
     let idBytes = Self.bytes(deviceID.high) + Self.bytes(deviceID.low)
     try persist([
-      .setMetadata(key: "last_prune", value: Array(String(lastPrune).utf8)),
+      .setMetadata(key: "last_prune", value: Array(String(connection.lastPrune).utf8)),
       .setMetadata(key: "device_id", value: idBytes),
       .setMetadata(key: "device_name", value: Array(deviceName.utf8)),
     ])
@@ -330,8 +269,8 @@ public final class SyncEngine: @unchecked Sendable {
   /// components for every table that names the path.
   private func sharedPath(_ bytes: [UInt8]) -> DocumentPath {
     let path = DocumentPath(components: Self.components(bytes))
-    guard let index = state.entries.index(forKey: path) else { return path }
-    return state.entries.keys[index]
+    guard let index = library.state.entries.index(forKey: path) else { return path }
+    return library.state.entries.keys[index]
   }
 
   func persist(_ changes: [SyncChange]) throws(SyncError) {
@@ -350,9 +289,8 @@ public final class SyncEngine: @unchecked Sendable {
   public func start(tree: any LocalTree) {
     let intents = withLock {
       self.tree = tree
-      running = true
-      defer { self.intents = [] }
-      return self.intents
+      connection.running = true
+      return applies.takeIntents()
     }
     // In the loop, not here: settling hashes files, and the mount is ready (and its log
     // open) before that ends.
@@ -366,7 +304,7 @@ public final class SyncEngine: @unchecked Sendable {
 
   /// Stops the loop and records what is still pending locally (it goes out at the next mount).
   public func stop() async {
-    withLock { running = false }
+    withLock { connection.running = false }
     changeLog.wake.signal()
     await loop?.value
     recordWindow(force: true)
@@ -387,17 +325,19 @@ public final class SyncEngine: @unchecked Sendable {
     -> [UnrecordedFile]
   {
     var present: Set<DocumentPath> = []
-    present.reserveCapacity(shown.count)
+    present.reserveCapacity(library.shown.count)
     var landed: [DocumentPath: ShownRecord?] = [:]
     var toHash: [UnrecordedFile] = []
     tree.forEachEntry(under: .root) { path, entry in
       guard !path.isRoot else { return }
-      let index = shown.index(forKey: path)
-      if let index { present.insert(shown.keys[index]) }
+      let index = library.shown.index(forKey: path)
+      if let index { present.insert(library.shown.keys[index]) }
       guard !wentBack.contains(path) else { return }
-      let version = index.flatMap { known[VersionID(digest(shown.values[$0].versionID))] }
+      let version = index.flatMap {
+        library.known[VersionID(digest(library.shown.values[$0].versionID))]
+      }
       if let index, let version, !version.content.isDeletion {
-        let record = shown.values[index]
+        let record = library.shown.values[index]
         if case .file(_, let size, let mtime, let ctime, _) = entry,
           size != record.size || mtime != record.modificationTime || ctime != record.changeTime
         {
@@ -406,8 +346,10 @@ public final class SyncEngine: @unchecked Sendable {
         return
       }
       // Shown as a deletion, or not shown at all.
-      guard version != nil || (!ignore.isIgnored(path) && entry != .special) else { return }
-      switch Self.unrecordedEntry(entry, current: state.entries[path]) {
+      guard version != nil || (!recorder.ignore.isIgnored(path) && entry != .special) else {
+        return
+      }
+      switch Self.unrecordedEntry(entry, current: library.state.entries[path]) {
       case .landed(let current):
         landed[path] = shownRecord(path, current, entry)
       case .landedIfSameContent(let current):
@@ -418,12 +360,13 @@ public final class SyncEngine: @unchecked Sendable {
         changeLog.note(.create(path))
       }
     }
-    for (path, record) in shown where !present.contains(path) {
-      guard let version = known[VersionID(digest(record.versionID))], !version.content.isDeletion
+    for (path, record) in library.shown where !present.contains(path) {
+      guard let version = library.known[VersionID(digest(record.versionID))],
+        !version.content.isDeletion
       else { continue }
       // The current version is a deletion (or the path has none): a removal that landed.
-      if state.entries[path] == nil {
-        let winner = known.pathState(at: path)?.winner
+      if library.state.entries[path] == nil {
+        let winner = library.known.pathState(at: path)?.winner
         landed.updateValue(winner.map { shownRecord(path, $0, nil) }, forKey: path)
       } else {
         changeLog.note(.remove(path))
@@ -436,7 +379,7 @@ public final class SyncEngine: @unchecked Sendable {
       showAgain(landed)
     }
     // Remote versions that arrived but were not yet written into the tree.
-    deferred.formUnion(state.entries.keys)
+    applies.postpone(contentsOf: library.state.entries.keys)
     return toHash
   }
 
@@ -448,12 +391,12 @@ public final class SyncEngine: @unchecked Sendable {
 
   /// Stops pushing and pulling; the mount keeps working and local versions queue.
   public func pause() {
-    withLock { paused = true }
+    withLock { connection.paused = true }
     changeLog.wake.signal()
   }
 
   public func resume() {
-    withLock { paused = false }
+    withLock { connection.paused = false }
     changeLog.wake.signal()
   }
 
@@ -461,23 +404,23 @@ public final class SyncEngine: @unchecked Sendable {
   /// the tree shows the hub's current state (or throws at the deadline).
   public func synchronize(timeout: Duration) async throws(SyncError) {
     let (target, askedAt) = try withLock { () throws(SyncError) -> (UInt64, UInt64) in
-      if paused { throw .paused }
+      if connection.paused { throw .paused }
       // A person who asks for a sync may have mended the disk: what could not be read is
       // read again, and reported again if it still cannot be.
-      stalled.removeAll()
-      syncRequested += 1
-      syncRequestedAt = monotonicMilliseconds()
-      syncWaiters += 1
-      return (syncRequested, syncRequestedAt)
+      library.retryHeldBack()
+      let now = monotonicMilliseconds()
+      return (connection.requestSync(at: now), now)
     }
-    defer { withLock { syncWaiters -= 1 } }
+    defer { withLock { connection.syncWaiterLeft() } }
     changeLog.wake.signal()
     // On the monotonic clock, as every wait of the engine: the wall clock may be hours off, and
     // may be stepped while the sync runs.
     let deadline = MonotonicTimer.deadline(after: timeout)
     while true {
-      if withLock({ syncCompleted >= target }) {
-        let stuck = withLock { stalled.compactMap { known[$0]?.path.description }.sorted() }
+      if withLock({ connection.isCompleted(target) }) {
+        let stuck = withLock {
+          library.stalled.compactMap { library.known[$0]?.path.description }.sorted()
+        }
         if !stuck.isEmpty {
           throw .local(
             "cannot upload \(stuck.joined(separator: ", ")): the saved content is damaged "
@@ -485,11 +428,11 @@ public final class SyncEngine: @unchecked Sendable {
         }
         return
       }
-      if withLock({ paused }) { throw .paused }
+      if withLock({ connection.paused }) { throw .paused }
       // A path this sync tried to record and could not, or a turn of the loop that failed
       // here, not at the hub: waiting longer would not help.
       if let failure = withLock({
-        unrecordableReport(since: askedAt) ?? failingReport(request: target, since: askedAt)
+        recorder.report(since: askedAt) ?? failingReport(request: target, since: askedAt)
       }) {
         throw .local(failure)
       }
@@ -499,13 +442,15 @@ public final class SyncEngine: @unchecked Sendable {
       await MonotonicTimer.shared.sleep(for: .milliseconds(10))
     }
     throw withLock { () -> SyncError in
-      if let failure = unrecordableReport(since: 0) ?? failingReport(request: 0, since: 0) {
+      if let failure = recorder.report(since: 0) ?? failingReport(request: 0, since: 0) {
         return .local(failure)
       }
-      if let offline { return .timeout("the hub is unreachable: \(offline.reason)") }
+      if let offline = connection.offline {
+        return .timeout("the hub is unreachable: \(offline.reason)")
+      }
       var reasons: [DocumentPath: ContentWait] = [:]
       for item in waitingForContent() where item.version == nil { reasons[item.path] = item.reason }
-      let busy = deferred.union(changeLog.peekPaths()).sorted().prefix(3).map { path in
+      let busy = applies.deferred.union(changeLog.peekPaths()).sorted().prefix(3).map { path in
         reasons[path].map { "\(path) (\($0.rawValue))" } ?? path.description
       }
       if !busy.isEmpty {
@@ -516,26 +461,12 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
-  /// The paths whose content could not be read for upload in an attempt that began at or after
-  /// `since` (monotonic milliseconds), and why, in one line; nil when there are none. Called
-  /// with the lock held.
-  func unrecordableReport(since: UInt64) -> String? {
-    let failed = unrecordable.filter { $0.value.began >= since }.sorted { $0.key < $1.key }
-    guard !failed.isEmpty else { return nil }
-    let named = failed.prefix(3).map { "\($0.key) (\($0.value.reason))" }
-    let more = failed.count > 3 ? " and \(failed.count - 3) more" : ""
-    return "cannot read \(named.joined(separator: ", "))\(more) to sync it; trying again"
-  }
-
   /// Why syncing failed here (not at the hub) in a turn that began after sync request `request`
   /// was made, or in a commit of the state at or after `since` (monotonic milliseconds), in one
   /// line; nil when it did not. Called with the lock held.
   func failingReport(request: UInt64, since: UInt64) -> String? {
-    // By the request the turn had seen, not by when it failed: a turn that began before the
-    // sync was asked for may fail after it, for a cause already mended (the disk has room
-    // again), and the next turn would succeed.
-    if let failing, failing.request >= request {
-      return "cannot sync: \(failing.reason); trying again"
+    if let reason = connection.failureSeen(by: request) {
+      return "cannot sync: \(reason); trying again"
     }
     if let failure = store.writeFailure, failure.at >= since {
       return "cannot sync: cannot write the state database: \(failure.reason); trying again"
@@ -548,44 +479,49 @@ public final class SyncEngine: @unchecked Sendable {
     withLock {
       let pendingLocal = changeLog.quietFor().pending
       let syncState: SyncStatus.State
-      if paused {
+      if connection.paused {
         syncState = .paused
-      } else if let offline {
+      } else if let offline = connection.offline {
         syncState = .offline(since: offline.since, reason: offline.reason)
-      } else if let failing {
+      } else if let failing = connection.failing {
         syncState = .cannotSync(since: failing.since, reason: failing.reason)
       } else if let failure = store.writeFailure {
         syncState = .cannotSync(
-          since: failingSince ?? wallMilliseconds(),
+          since: connection.failingSince ?? wallMilliseconds(),
           reason: "cannot write the state database: \(failure.reason)")
-      } else if download.doneFiles < download.totalFiles {
+      } else if connection.download.doneFiles < connection.download.totalFiles {
         syncState = .downloading
-      } else if outbox.contains(where: { !stalled.contains($0) }) {
+      } else if !library.nothingToUpload {
         // A version held back is not on its way: `heldBack` names it.
         syncState = .uploading
-      } else if pendingLocal || !deferred.isEmpty {
+      } else if pendingLocal || !applies.deferred.isEmpty {
         syncState = .pending
       } else {
         syncState = .upToDate
       }
       var upload = SyncStatus.Transfer()
-      let waiting = outbox.filter { !stalled.contains($0) }.compactMap { known[$0] }
+      let waiting = library.uploadsWaiting
       let sent = waiting.filter { contentUploaded.contains($0.id) }
-      upload.doneFiles = uploaded.files + sent.count
+      upload.doneFiles = connection.uploaded.files + sent.count
       // A version may reuse content another device claimed the size of: added without a trap.
-      upload.doneBytes = sent.reduce(uploaded.bytes) { saturatingSum($0, $1.content.size ?? 0) }
-      upload.totalFiles = uploaded.files + waiting.count
-      upload.totalBytes = waiting.reduce(uploaded.bytes) {
+      upload.doneBytes = sent.reduce(connection.uploaded.bytes) {
+        saturatingSum($0, $1.content.size ?? 0)
+      }
+      upload.totalFiles = connection.uploaded.files + waiting.count
+      upload.totalBytes = waiting.reduce(connection.uploaded.bytes) {
         saturatingSum($0, $1.content.size ?? 0)
       }
       return SyncStatus(
-        deviceName: author.deviceName, deviceID: author.deviceID.description, hub: hubDescription,
-        state: syncState, pendingUploads: outbox.count, pendingLocalChanges: pendingLocal,
-        upload: upload, download: download, lastSync: lastSync,
-        conflicts: state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
+        deviceName: library.author.deviceName, deviceID: library.author.deviceID.description,
+        hub: hubDescription,
+        state: syncState, pendingUploads: library.outbox.count, pendingLocalChanges: pendingLocal,
+        upload: upload, download: connection.download, lastSync: connection.lastSync,
+        conflicts: library.state.conflicts.map { ($0.key, $0.value.count) }.sorted { $0.0 < $1.0 },
         waiting: waitingForContent(),
-        unreadable: unrecordable.map { ($0.key, $0.value.reason) }.sorted { $0.path < $1.path },
-        heldBack: Set(stalled.compactMap { known[$0]?.path }).sorted(),
+        unreadable: recorder.unrecordable.map { ($0.key, $0.value.reason) }.sorted {
+          $0.path < $1.path
+        },
+        heldBack: Set(library.stalled.compactMap { library.known[$0]?.path }).sorted(),
         contentBytesSent: objectBytesSent, contentBytesReceived: objectBytesReceived)
     }
   }
@@ -593,7 +529,9 @@ public final class SyncEngine: @unchecked Sendable {
   // MARK: - Versions, for `.versions`
 
   /// Every document in conflict and its conflict versions.
-  public func conflicts() -> [DocumentPath: [VersionRecord]] { withLock { state.conflicts } }
+  public func conflicts() -> [DocumentPath: [VersionRecord]] {
+    withLock { library.state.conflicts }
+  }
 
   /// The current version of the document at `path` and its conflict versions; nil when the
   /// path holds no synced document (a folder, an ignored file, nothing).
@@ -601,8 +539,8 @@ public final class SyncEngine: @unchecked Sendable {
     current: VersionRecord, conflicts: [VersionRecord]
   )? {
     withLock {
-      guard case .document(let record)? = state.entries[path] else { return nil }
-      return (record, state.conflicts[path] ?? [])
+      guard case .document(let record)? = library.state.entries[path] else { return nil }
+      return (record, library.state.conflicts[path] ?? [])
     }
   }
 
@@ -610,20 +548,20 @@ public final class SyncEngine: @unchecked Sendable {
   /// those bytes over the document is taken as choosing the merge.
   public func noteMergedView(at path: DocumentPath, heads: [VersionID], content: [UInt8]) {
     let hash = ContentHash(of: content)
-    withLock { mergedViews[path] = (heads, hash) }
+    withLock { merges.noteMergedView(at: path, heads: heads, hash: hash) }
   }
 
   /// The heads of the document at `path` and their nearest common ancestor, when it is in
   /// conflict.
   public func mergeHeads(of path: DocumentPath) -> MergeHeads? {
     withLock {
-      guard case .document(let current)? = state.entries[path],
-        let others = state.conflicts[path], !others.isEmpty
+      guard case .document(let current)? = library.state.entries[path],
+        let others = library.state.conflicts[path], !others.isEmpty
       else { return nil }
-      let base = known.nearestCommonAncestor(of: [current.id] + others.map(\.id))
+      let base = library.known.nearestCommonAncestor(of: [current.id] + others.map(\.id))
       var pairBases: [VersionID: VersionRecord] = [:]
       for other in others {
-        pairBases[other.id] = known.nearestCommonAncestor(of: [current.id, other.id])
+        pairBases[other.id] = library.known.nearestCommonAncestor(of: [current.id, other.id])
       }
       return MergeHeads(current: current, others: others, base: base, pairBases: pairBases)
     }
@@ -634,10 +572,10 @@ public final class SyncEngine: @unchecked Sendable {
   @discardableResult
   public func resolve(_ resolution: Resolution) -> Bool {
     let touched = withLock { () -> Set<DocumentPath>? in
-      let changes = resolution.changes(in: known, state: state)
+      let changes = resolution.changes(in: library.known, state: library.state)
       guard !changes.isEmpty else { return nil }
-      let records = author.record(
-        changes, known: known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
+      let records = library.author.record(
+        changes, known: library.known, now: wallMilliseconds(), chunks: chunkRoot(for:size:))
       do {
         try persist(
           records.flatMap {
@@ -647,9 +585,7 @@ public final class SyncEngine: @unchecked Sendable {
         logger.error("cannot record a resolution: \(error)")
         return nil
       }
-      outbox += records.map(\.id)
-      let touched = known.insert(contentsOf: records)
-      updateState(touched: touched)
+      let touched = updateState(library.queue(records))
       reconcile(touched)
       tree?.conflictsChanged(at: touched)
       return touched
