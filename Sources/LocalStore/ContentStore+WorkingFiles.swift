@@ -92,14 +92,13 @@ extension ContentStore {
   }
 
   /// Renames the blob `hash` into a new working file with the version's time `time`, after
-  /// checking it against its hash unless `trusted` vouches for its file as it is (just
-  /// fetched): the content is then held once, not copied.
-  public func moveBlobIntoNewWorkingFile(
-    _ hash: ContentHash, time: Int64, durable: Bool, trusted: (BlobIdentity) -> Bool
-  ) -> BlobMove {
+  /// checking it against its hash unless it was checked as its file still is (just fetched):
+  /// the content is then held once, not copied.
+  public func moveBlobIntoNewWorkingFile(_ hash: ContentHash, time: Int64, durable: Bool)
+    -> BlobMove
+  {
     guard let file = openBlob(hash) else { return .absent }
-    let vouched = file.identity().map(trusted) ?? false
-    guard vouched || file.holds(hash) else {
+    guard isChecked(file, hash) || file.holds(hash) else {
       remove(hash)
       return .damaged
     }

@@ -97,20 +97,35 @@ public struct ContentStore: Sendable {
     return open.st_dev == named.st_dev && open.st_ino == named.st_ino
   }
 
-  /// Whether `file` is the blob `hash` exactly as this run wrote it from bytes it hashed: its
-  /// content need not be hashed again.
-  public func holdsAsWritten(_ file: ContentFile, _ hash: ContentHash) -> Bool {
-    checked.holds(file.descriptor, hash)
+  /// Whether `file`, as it is now, was checked to hold `hash` in this run (or written from
+  /// bytes hashed as they were written, or fetched and checked as it arrived): its content
+  /// need not be hashed again.
+  public func isChecked(_ file: ContentFile, _ hash: ContentHash) -> Bool {
+    guard let identity = file.identity() else { return false }
+    return checked.holds(identity, hash)
   }
 
-  /// Forgets that this run wrote the blob `hash`: its file has left the blob folder.
-  public func forgetWritten(_ hash: ContentHash) {
+  /// Notes that `file`, as it is now, holds `hash` (the caller has just checked it).
+  public func noteChecked(_ file: ContentFile, _ hash: ContentHash) {
+    if let identity = file.identity() { checked.note(hash, identity) }
+  }
+
+  /// Forgets what was checked of the content `hash`: its file has left the blob folder, or the
+  /// working file that held it is no longer trusted for it.
+  public func forgetChecked(_ hash: ContentHash) {
     checked.forget(hash)
   }
 
-  /// Whether the stored blob still has the content its name promises.
+  /// Forgets every check: a trim removed files whose identities a new file could take.
+  public func forgetAllChecked() {
+    checked.forgetAll()
+  }
+
+  /// Whether the stored blob still has the content its name promises (read and hashed).
   public func verify(_ hash: ContentHash) -> Bool {
-    openBlob(hash)?.holds(hash) ?? false
+    guard let file = openBlob(hash), file.holds(hash) else { return false }
+    noteChecked(file, hash)
+    return true
   }
 
   /// Whether the blob file of `hash` is here and does not hold `hash`.

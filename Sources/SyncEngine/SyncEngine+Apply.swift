@@ -280,19 +280,13 @@ extension SyncEngine {
   /// blob, or it cannot be moved (then the content is copied).
   private func moveBlob(_ item: FileApply, durable: Bool) -> Incoming? {
     let outcome = blobs.moveBlobIntoNewWorkingFile(
-      item.hash, time: item.modificationTime, durable: durable,
-      trusted: { identity in self.withLock { self.verifiedBlobs[item.hash] == identity } })
+      item.hash, time: item.modificationTime, durable: durable)
     switch outcome {
     case .moved(let incoming):
-      // A daemon that runs for months must not keep an entry per file it ever pulled.
-      withLock { verifiedBlobs[item.hash] = nil }
       return incoming
     case .damaged:
       logger.error("local blob \(item.hash.hex) does not match its hash; fetching it again")
-      withLock {
-        verifiedBlobs[item.hash] = nil
-        noteMissing(item.hash, .damagedHere)
-      }
+      withLock { noteMissing(item.hash, .damagedHere) }
       return nil
     case .absent, .failed:
       return nil

@@ -409,9 +409,7 @@ extension SyncEngine {
       throw SyncError(error)
     }
     keepChunkList(ChunkList(entries: level), of: hash)
-    if let identity = blobs.blobIdentity(hash) {
-      withLock { verifiedBlobs[hash] = identity }
-    }
+    if let file = blobs.openBlob(hash) { blobs.noteChecked(file, hash) }
     logger.debug(
       """
       fetched \(hash.hex) as \(level.count) chunk(s): \(copiedBytes) bytes from this device, \

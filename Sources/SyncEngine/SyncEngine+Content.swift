@@ -103,7 +103,6 @@ extension SyncEngine {
         cleanWorkingFile(holding: hash, preferring: record.path) != nil
       else { continue }
       release.append(hash)
-      verifiedBlobs[hash] = nil
     }
     return release
   }

@@ -94,7 +94,7 @@ extension SyncEngine {
       removed += 1
     }
     if removed > 0 {
-      withLock { verifiedBlobs.removeAll() }
+      blobs.forgetAllChecked()
       logger.info("let go of \(removed) cached earlier version(s) beyond the cache's bound")
     }
   }

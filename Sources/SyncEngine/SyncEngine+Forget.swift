@@ -250,10 +250,7 @@ extension SyncEngine {
     for hash in hashes.sorted() {
       guard let size = blobs.blobIdentity(hash)?.size else { continue }
       blobs.remove(hash)
-      withLock {
-        verifiedBlobs[hash] = nil
-        missingBlobs[hash] = nil
-      }
+      withLock { missingBlobs[hash] = nil }
       removed.blobs += 1
       removed.bytes = saturatingSum(removed.bytes, UInt64(size))
     }

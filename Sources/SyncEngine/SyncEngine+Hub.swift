@@ -311,7 +311,7 @@ extension SyncEngine {
       guard let file = openContent(hash, anywhere: true) else { continue }
       // A blob hashed as this run wrote it, unchanged since, is not hashed a second time: a
       // 1 GiB push spent a fifth of its CPU on SHA-256, half of it here.
-      let checked = attempt == 0 && blobs.holdsAsWritten(file, hash)
+      let checked = attempt == 0 && blobs.isChecked(file, hash)
       do {
         if handOver && attempt == 0 && blobs.isBlobFile(file, hash), let path = file.blobPath {
           if try await hub.adoptBlob(
@@ -319,8 +319,7 @@ extension SyncEngine {
           {
             // The file is the hub's now (or the hub had the blob, and it is dropped with the
             // batch as usual): nothing here vouches for a local blob of this hash any more.
-            blobs.forgetWritten(hash)
-            withLock { verifiedBlobs[hash] = nil }
+            blobs.forgetChecked(hash)
             return true
           }
         }
@@ -628,9 +627,7 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
-    if let identity = blobs.blobIdentity(hash) {
-      withLock { verifiedBlobs[hash] = identity }
-    }
+    if let file = blobs.openBlob(hash) { blobs.noteChecked(file, hash) }
     return nil
   }
 }

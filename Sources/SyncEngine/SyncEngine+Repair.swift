@@ -19,25 +19,21 @@ extension SyncEngine {
           }
           return found
         }),
-        let file = blobs.openWorkingFile(inode), let identity = file.identity()
+        let file = blobs.openWorkingFile(inode)
       else { return nil }
-      if withLock({ verifiedBlobs[hash] == identity }) { return file }
+      if blobs.isChecked(file, hash) { return file }
       guard file.holds(hash) else { return nil }
-      withLock { verifiedBlobs[hash] = identity }
+      blobs.noteChecked(file, hash)
       return file
     }
-    guard let identity = blob.identity() else { return nil }
-    if withLock({ verifiedBlobs[hash] == identity }) { return blob }
+    if blobs.isChecked(blob, hash) { return blob }
     guard blob.holds(hash) else {
       logger.error("local blob \(hash.hex) does not match its hash; fetching it again")
       blobs.remove(hash)
-      withLock {
-        verifiedBlobs[hash] = nil
-        noteMissing(hash, .damagedHere)
-      }
+      withLock { noteMissing(hash, .damagedHere) }
       return nil
     }
-    withLock { verifiedBlobs[hash] = identity }
+    blobs.noteChecked(blob, hash)
     return blob
   }
 

@@ -122,8 +122,6 @@ public final class SyncEngine: @unchecked Sendable {
   /// Blobs among `missingBlobs` whose file is there and cannot be read (a failing disk): fetched
   /// again over it, which stays until the hub's copy has arrived whole.
   var unreadableBlobs: Set<ContentHash> = []
-  /// Blobs checked against their hash, as their files were then.
-  var verifiedBlobs: [ContentHash: BlobIdentity] = [:]
   weak var tree: (any LocalTree)?
   /// Queued versions whose content is on the hub already, their records not yet: counted as
   /// done, so that progress moves with each file rather than with each batch of records.

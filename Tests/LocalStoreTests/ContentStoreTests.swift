@@ -97,8 +97,7 @@ import Testing
     let entry = ManifestEntry(id: ChunkList.hasher.id(of: data, kind: .chunk), size: 16)
     #expect(file.chunk(entry, at: 0) == .otherBytes)
     // Renaming a damaged blob into a working file removes it instead.
-    let move = content.moveBlobIntoNewWorkingFile(
-      hash, time: 0, durable: false, trusted: { _ in false })
+    let move = content.moveBlobIntoNewWorkingFile(hash, time: 0, durable: false)
     guard case .damaged = move else {
       Issue.record("a damaged blob was moved: \(move)")
       return
@@ -167,26 +166,32 @@ import Testing
     let content = store.content
     let data = bytes(20_000, seed: 4)
     let hash = try content.add(bytes: data)
-    let identity = try #require(content.blobIdentity(hash))
-    var asked = 0
-    let move = content.moveBlobIntoNewWorkingFile(
-      hash, time: 1_000_000_000, durable: true,
-      trusted: {
-        asked += 1
-        return $0 == identity
-      })
+    // Checked once: as long as its file does not change, it is not read again.
+    #expect(content.verify(hash))
+    #expect(content.isChecked(try #require(content.openBlob(hash)), hash))
+    let move = content.moveBlobIntoNewWorkingFile(hash, time: 1_000_000_000, durable: true)
     guard case .moved(let incoming) = move else {
       Issue.record("the blob was not moved: \(move)")
       return
     }
-    #expect(asked == 1)
     #expect(incoming.fromBlob == hash)
     #expect(!content.contains(hash), "moved, not copied")
     content.discard(incoming)
     #expect(content.verify(hash), "back in the blob folder")
+    // A byte changed after the check changes the file's change time: the check no longer
+    // vouches for it, and the move reads it and refuses it. (A change within the same tick of
+    // the disk's coarse clock, a few milliseconds, keeps the time: the wait keeps this test
+    // about the rule, not about that limit of identities by time.)
+    usleep(20_000)
+    damage(store, hash)
+    #expect(!content.isChecked(try #require(content.openBlob(hash)), hash))
+    guard case .damaged = content.moveBlobIntoNewWorkingFile(hash, time: 0, durable: false) else {
+      Issue.record("a blob damaged after its check was moved")
+      return
+    }
     guard
       case .absent = content.moveBlobIntoNewWorkingFile(
-        ContentHash(of: [1]), time: 0, durable: false, trusted: { _ in true })
+        ContentHash(of: [1]), time: 0, durable: false)
     else {
       Issue.record("a blob that is not here was moved")
       return
