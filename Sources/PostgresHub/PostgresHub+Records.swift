@@ -13,8 +13,8 @@ import PostgresNIO
 // different paths still take consecutive seqs, and the one with the lower seq must commit
 // first. What can shrink is how long an append holds the lock: from step 11 on
 // (v0011_append_holds_the_head_briefly.sql) a device checks ids, blobs and objects before it,
-// then appends with one call in a transaction of its own, so the lock is held while the server
-// runs that call and commits, never across a round trip to the device.
+// then appends with one call and commits, so the lock is held for that call and one round
+// trip (the COMMIT), not five.
 
 extension PostgresHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
@@ -57,16 +57,24 @@ extension PostgresHub {
 
   /// Step 11's append: the checks first, outside any transaction, then
   /// `docsync.append_records`, which takes the head lock, looks again for ids another device
-  /// appended since, and inserts the rest, all in one statement that commits by itself.
+  /// appended since, and inserts the rest. It runs in a transaction of its own that the
+  /// device commits at once: the lock is held for the call and one round trip. Not as a
+  /// statement that commits by itself: postgres-nio reports a statement done at its
+  /// CommandComplete, before the implicit commit that follows, so a server stopped in between
+  /// (`pg_ctl stop -m fast` in Tools/bench-many-devices.sh) lost an append that the device had
+  /// been told was made; an explicit COMMIT answers only once the commit is durable.
   private func appendHoldingTheHeadBriefly(_ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]])
     async throws(HubError)
   {
-    try await withConnection { connection in
+    let fresh = try await withConnection { connection in
       let fresh = try await Self.unknown(batch, payloads, connection)
-      guard !fresh.isEmpty else { return }
-      if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+      if !fresh.isEmpty, let missing = try await Self.firstMissingBlob(of: fresh, connection) {
         throw HubError.missingBlob(missing)
       }
+      return fresh
+    }
+    guard !fresh.isEmpty else { return }
+    try await withTransaction { connection in
       do {
         let rows = try await connection.query(
           """
@@ -78,12 +86,13 @@ extension PostgresHub {
       } catch let error as PSQLError {
         switch error.serverInfo?[.sqlState] {
         case "DS001":
-          // Another device appended one of these ids with other bytes since the look above:
-          // the look again names it.
-          _ = try await Self.unknown(fresh, payloads, connection)
-          throw error
+          // Another device appended one of these ids with other bytes since the look above.
+          let id = error.serverInfo?[.detail] ?? "?"
+          throw HubError.integrity(
+            "record \(id) is already in the hub with a different payload")
         case "23503":
-          // A blob or object named went (pruned or forgotten) since the look above.
+          // A blob or object named went (pruned or forgotten) since the look above: say which.
+          try await connection.query("ROLLBACK", logger: Connections.logger)
           if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
             throw HubError.missingBlob(missing)
           }

@@ -7,9 +7,11 @@
 -- (the known ids, the stored blobs, the stored objects, the insert) and the COMMIT: with fifty
 -- devices on one account each append waited 458 ms for the lock on average (docs/speed.md,
 -- "Many devices on one PostgreSQL hub"), and across a network a round trip of 50 ms would hold
--- it 250 ms an append. A device now makes those checks first, outside any transaction, and
--- appends with one call of the function below in a transaction of its own (no BEGIN): the lock
--- is taken inside the call and let go at its commit, with no round trip in between.
+-- it 250 ms an append. A device now makes those checks first, outside any transaction, then
+-- calls the function below in a transaction of its own and commits: the lock is held for the
+-- call and the COMMIT's round trip. (Not a call that commits by itself: the client library
+-- reports such a statement done before its implicit commit, so a server stopped in between
+-- lost an append its device had been told was made.)
 --
 -- Under the lock the function looks again at which ids are stored, since another device may
 -- have appended one of them since the device looked: the same id with the same payload is
