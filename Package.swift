@@ -81,6 +81,7 @@ let package = Package(
         .embedInCode("Migrations/v0008_upload_sweep_uses_an_index.sql"),
         .embedInCode("Migrations/v0009_content_objects.sql"),
         .embedInCode("Migrations/v0010_objects_freed_at_once.sql"),
+        .embedInCode("Migrations/v0011_append_holds_the_head_briefly.sql"),
       ],
       swiftSettings: strict
     ),

@@ -22,9 +22,11 @@ Throughput and initial sync are medians of --rounds rounds (3 by default, as the
 stated); each round's figures are printed and kept in the JSON. Every initial-sync round of small
 files gets a folder of its own, deleted only at the end: on a file system without a journal,
 inode allocation is slow for minutes after thousands of files were deleted, and a round that
-follows a deletion measures that. --only large or --only small runs just those rows. --root
-puts everything in a folder of one's own, so an ordinary user can run it (Tools/bench does, as
-the user people mount as).
+follows a deletion measures that. --only large, --only small or --only unmount runs just those
+rows. --root puts everything in a folder of one's own, so an ordinary user can run it
+(Tools/bench does, as the user people mount as). The daemons inherit the environment:
+DOCSYNC_CONTENT=blobs (content as whole blobs, as before chunks) and DOCSYNC_ANNOUNCE=off (no
+file notifications for sync's changes) measure those against the default.
 
 With --postgres ADMIN-URL (a superuser URL), the hub is a new database on that server with an
 account and a device role made by `docsync hub add-device` (each initial-sync round gets a
@@ -424,9 +426,10 @@ def main():
     parser.add_argument("--rounds", type=int, default=3,
                         help="rounds of throughput and initial sync; figures are their medians")
     parser.add_argument("--root", default=ROOT, help="the folder everything lives in")
-    parser.add_argument("--only", choices=("large", "small"),
+    parser.add_argument("--only", choices=("large", "small", "unmount"),
                         help="large: push, pull and initial sync of the large file; "
-                             "small: the initial sync of small files")
+                             "small: the initial sync of small files; "
+                             "unmount: unmount right after many changes")
     parser.add_argument("--keep", action="store_true",
                         help="leave the small-file rounds' folders, so that the next bench does "
                              "not meet a file system busy with their deletion")
@@ -445,14 +448,14 @@ def main():
                "hub": "postgres" if args.postgres else "sqlite"}
     hub_name = "PostgreSQL hub (loopback)" if args.postgres else "SQLite hub"
     print(f"\nsync through the {hub_name} (two mounts on one machine), as {figures['user']}")
-    if args.only != "small":
+    if args.only in (None, "large"):
         two_mounts(args, large_mib, figures)
-    if not args.only:
+    if args.only in (None, "unmount"):
         unmounts_after_many_changes(args, figures)
-    if args.only != "large":
+    if args.only in (None, "small"):
         initial_syncs(args, "small", f"{small_count} files of 4 KiB",
                       lambda folder: write_small_files(folder, small_count), figures)
-    if args.only != "small":
+    if args.only in (None, "large"):
         initial_syncs(args, "large", f"{large_mib} MiB",
                       lambda folder: write_large_file(f"{folder}/large.bin", large_mib), figures)
     os.makedirs(args.results, exist_ok=True)

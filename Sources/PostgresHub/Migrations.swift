@@ -19,24 +19,33 @@ enum Migrations {
     (8, "v0008_upload_sweep_uses_an_index", PackageResources.v0008_upload_sweep_uses_an_index_sql),
     (9, "v0009_content_objects", PackageResources.v0009_content_objects_sql),
     (10, "v0010_objects_freed_at_once", PackageResources.v0010_objects_freed_at_once_sql),
+    (
+      11, "v0011_append_holds_the_head_briefly",
+      PackageResources.v0011_append_holds_the_head_briefly_sql
+    ),
   ]
 
   /// The last step a device needs to work correctly: step 9's content objects, which new
   /// versions' content moves as. Later steps only change what prune and forget give back
-  /// (step 10), so a device whose role may not apply them keeps working on a hub an
-  /// administrator has not upgraded yet, rather than refusing to sync until someone does.
+  /// (step 10) and how briefly an append holds the account's head (step 11, which a device
+  /// uses where the hub has it), so a device whose role may not apply them keeps working on a
+  /// hub an administrator has not upgraded yet, rather than refusing to sync until someone
+  /// does.
   static let required = 9
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63
 
-  static func run(on connection: PostgresConnection) async throws {
+  /// Applies the steps the hub lacks where the role may; the step the hub is at afterwards.
+  @discardableResult
+  static func run(on connection: PostgresConnection) async throws -> Int {
     // Look first, without locking or creating anything: a device role may not create the
     // schema, and need not once an administrator has.
     let found = try await appliedVersion(connection)
-    if found >= steps.last!.version { return }
+    if found >= steps.last!.version { return found }
     do {
       try await apply(on: connection)
+      return steps.last!.version
     } catch let error as PSQLError where found > 0 && error.serverInfo?[.sqlState] == "42501" {
       // A device role may not change a schema an administrator made, and must not.
       if found >= required {
@@ -45,7 +54,7 @@ enum Migrations {
           the hub's schema is at step \(found) of \(steps.last!.version): it works, and \
           docsync hub init ADMIN-URL makes it faster
           """)
-        return
+        return found
       }
       throw HubError.invalidLocation(
         "the hub's schema is at step \(found) and this docsync needs step \(required): "

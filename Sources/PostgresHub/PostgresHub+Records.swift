@@ -6,14 +6,24 @@ import PostgresNIO
 // from the account's row in docsync.heads with an upsert, which holds that row's lock until the
 // transaction ends. A writer that took seq N therefore commits or rolls back before any other
 // writer of the account can take N + 1, so seq order is commit order and "seq > cursor" is safe.
-// The price is that one account's appends are serialised, which a library of one person's
-// documents never notices. A rolled-back append leaves no gap: its increment of the head rolls
-// back with it.
+// The price is that one account's appends are serialised. A rolled-back append leaves no gap:
+// its increment of the head rolls back with it.
+//
+// Since seqs are one sequence per account, a lock per path would not do: two appends of
+// different paths still take consecutive seqs, and the one with the lower seq must commit
+// first. What can shrink is how long an append holds the lock: from step 11 on
+// (v0011_append_holds_the_head_briefly.sql) a device checks ids, blobs and objects before it,
+// then appends with one call and commits, so the lock is held for that call and one round
+// trip (the COMMIT), not five.
 
 extension PostgresHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
     if records.isEmpty { return }
     let (batch, payloads) = try Self.unique(records)
+    if await connections.schemaVersion >= 11 {
+      try await appendHoldingTheHeadBriefly(batch, payloads)
+      return
+    }
     // Three statements for the whole batch, where one record took three: a push of 10,000
     // small files was 30,000 round trips here.
     try await withTransaction { connection in
@@ -22,35 +32,10 @@ extension PostgresHub {
       // with respect to other writers of the account.
       let head = try await connection.query("SELECT docsync.lock_head()", logger: logger)
       for try await _ in head {}
-      let known = try await connection.query(
-        """
-        SELECT id, payload FROM docsync.records
-        WHERE account = docsync.current_account()
-          AND id = ANY(\(batch.map { ByteBuffer(bytes: $0.id) })::bytea[])
-        """, logger: logger)
-      var stored: Set<[UInt8]> = []
-      for try await (id, payload) in known.decode((ByteBuffer, ByteBuffer).self) {
-        let id = Array(id.readableBytesView)
-        // Ids are derived from content, so the same id with other bytes is a forgery or a bug
-        // on some device: refuse it rather than silently keep one of the two.
-        guard Array(payload.readableBytesView) == payloads[id] else { throw Self.forged(id) }
-        stored.insert(id)
-      }
-      let fresh = batch.filter { !stored.contains($0.id) }
+      let fresh = try await Self.unknown(batch, payloads, connection)
       guard !fresh.isEmpty else { return }
-      let named = Set(fresh.flatMap(\.blobs))
-      if !named.isEmpty {
-        // A record names a blob, or the root object of content in chunks (ObjectStore).
-        let keys = named.map { ByteBuffer(bytes: $0) }
-        var found = try await Self.storedHashes(keys, connection)
-        if found.count < named.count {
-          found.formUnion(try await Self.storedObjectIDs(keys, connection))
-        }
-        for record in fresh {
-          if let missing = record.blobs.first(where: { !found.contains($0) }) {
-            throw HubError.missingBlob(missing)
-          }
-        }
+      if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+        throw HubError.missingBlob(missing)
       }
       // Every hash named is a stored blob's, so 32 bytes: each record's hashes travel joined
       // (a bytea[][] must be rectangular) and are cut apart again here. Rows go in in the
@@ -68,6 +53,93 @@ extension PostgresHub {
         ORDER BY n
         """, logger: logger)
     }
+  }
+
+  /// Step 11's append: the checks first, outside any transaction, then
+  /// `docsync.append_records`, which takes the head lock, looks again for ids another device
+  /// appended since, and inserts the rest. It runs in a transaction of its own that the
+  /// device commits at once: the lock is held for the call and one round trip. Not as a
+  /// statement that commits by itself: postgres-nio reports a statement done at its
+  /// CommandComplete, before the implicit commit that follows, so a server stopped in between
+  /// (`pg_ctl stop -m fast` in Tools/bench-many-devices.sh) lost an append that the device had
+  /// been told was made; an explicit COMMIT answers only once the commit is durable.
+  private func appendHoldingTheHeadBriefly(_ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]])
+    async throws(HubError)
+  {
+    let fresh = try await withConnection { connection in
+      let fresh = try await Self.unknown(batch, payloads, connection)
+      if !fresh.isEmpty, let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+        throw HubError.missingBlob(missing)
+      }
+      return fresh
+    }
+    guard !fresh.isEmpty else { return }
+    try await withTransaction { connection in
+      do {
+        let rows = try await connection.query(
+          """
+          SELECT docsync.append_records(\(fresh.map { ByteBuffer(bytes: $0.id) })::bytea[],
+            \(fresh.map { ByteBuffer(bytes: $0.payload) })::bytea[],
+            \(fresh.map { ByteBuffer(bytes: $0.blobs.flatMap { $0 }) })::bytea[])
+          """, logger: Connections.logger)
+        for try await _ in rows {}
+      } catch let error as PSQLError {
+        switch error.serverInfo?[.sqlState] {
+        case "DS001":
+          // Another device appended one of these ids with other bytes since the look above.
+          let id = error.serverInfo?[.detail] ?? "?"
+          throw HubError.integrity(
+            "record \(id) is already in the hub with a different payload")
+        case "23503":
+          // A blob or object named went (pruned or forgotten) since the look above: say which.
+          try await connection.query("ROLLBACK", logger: Connections.logger)
+          if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+            throw HubError.missingBlob(missing)
+          }
+          throw error
+        default:
+          throw error
+        }
+      }
+    }
+  }
+
+  /// The records of `batch` that the hub does not hold yet; one it holds with other bytes is
+  /// refused, since ids are derived from content: that is a forgery or a bug on some device.
+  static func unknown(
+    _ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]], _ connection: PostgresConnection
+  ) async throws -> [HubRecord] {
+    let known = try await connection.query(
+      """
+      SELECT id, payload FROM docsync.records
+      WHERE account = docsync.current_account()
+        AND id = ANY(\(batch.map { ByteBuffer(bytes: $0.id) })::bytea[])
+      """, logger: Connections.logger)
+    var stored: Set<[UInt8]> = []
+    for try await (id, payload) in known.decode((ByteBuffer, ByteBuffer).self) {
+      let id = Array(id.readableBytesView)
+      guard Array(payload.readableBytesView) == payloads[id] else { throw Self.forged(id) }
+      stored.insert(id)
+    }
+    return batch.filter { !stored.contains($0.id) }
+  }
+
+  /// A blob or object hash that one of `records` names and the hub does not hold, if any.
+  static func firstMissingBlob(of records: [HubRecord], _ connection: PostgresConnection)
+    async throws -> [UInt8]?
+  {
+    let named = Set(records.flatMap(\.blobs))
+    if named.isEmpty { return nil }
+    // A record names a blob, or the root object of content in chunks (ObjectStore).
+    let keys = named.map { ByteBuffer(bytes: $0) }
+    var found = try await Self.storedHashes(keys, connection)
+    if found.count < named.count {
+      found.formUnion(try await Self.storedObjectIDs(keys, connection))
+    }
+    for record in records {
+      if let missing = record.blobs.first(where: { !found.contains($0) }) { return missing }
+    }
+    return nil
   }
 
   /// `records` with each id once, and each id's payload; an id twice with other bytes is refused

@@ -168,6 +168,8 @@ actor Connections {
   let role: String
   private var idle: [PostgresConnection] = []
   private var migrated = false
+  /// The schema step the hub is at, once a connection has looked (0 before).
+  private(set) var schemaVersion = 0
   /// Whether the role was seen to belong to an account. Without one, reading finds nothing
   /// and every write breaks a row-level security policy; a first mount must say why instead.
   private var hasAccount = false
@@ -187,7 +189,7 @@ actor Connections {
     let connection = try await open()
     if !migrated {
       do {
-        try await Migrations.run(on: connection)
+        schemaVersion = try await Migrations.run(on: connection)
       } catch {
         closeInBackground(connection)
         throw HubError(postgres: error, location: description)

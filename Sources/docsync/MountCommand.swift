@@ -410,8 +410,12 @@ struct MountCommand: ParsableCommand {
       throw CommandFailure("\(error)")
     }
     // Passthrough is on where the daemon may register backing files (root, unless refused).
+    // DOCSYNC_ANNOUNCE=off raises no file notifications for sync's changes (only the kernel's
+    // caches are invalidated): a diagnostic, to measure what announcing costs (docs/watchers.md).
+    let announces = ProcessInfo.processInfo.environment["DOCSYNC_ANNOUNCE"] != "off"
     mount.startInvalidations(
-      session.notifier, mountPoint: target, readersFollowAppends: noPassthrough || geteuid() != 0)
+      session.notifier, mountPoint: announces ? target : nil,
+      readersFollowAppends: noPassthrough || geteuid() != 0)
     engine.start(tree: fileSystem)
     if !noNotify {
       DesktopNotifier.start(

@@ -41,6 +41,41 @@ struct PostgresHubTests {
     #expect(after == [early, late])
   }
 
+  /// Step 11's append looks again under the lock, for ids another device appended after the
+  /// caller looked: other bytes are refused (DS001), the same bytes are left as they are, and
+  /// only the rest go in.
+  @Test func appendRecordsLooksAgainUnderTheLock() async throws {
+    let (database, device, url) = try await PostgresTestCluster.oneDevice(password: "pw")
+    let hub = try PostgresHub(location: url)
+    let first = makeRecord("first"), second = makeRecord("second")
+    try await hub.append([first])
+    try await PostgresTestCluster.withConnection(user: device, password: "pw", database: database) {
+      connection in
+      func append(_ records: [HubRecord]) async throws -> [Int64] {
+        let rows = try await connection.query(
+          """
+          SELECT docsync.append_records(\(records.map { ByteBuffer(bytes: $0.id) })::bytea[],
+            \(records.map { ByteBuffer(bytes: $0.payload) })::bytea[],
+            \(records.map { _ in ByteBuffer() })::bytea[])
+          """, logger: PostgresTestCluster.logger)
+        var added: [Int64] = []
+        for try await count in rows.decode(Int64.self) { added.append(count) }
+        return added
+      }
+      var forged = first
+      forged.payload = Array("other bytes".utf8)
+      do {
+        _ = try await append([second, forged])
+        Issue.record("a record with another payload was appended")
+      } catch let error as PSQLError {
+        #expect(error.serverInfo?[.sqlState] == "DS001")
+        #expect(error.serverInfo?[.detail] == hexString(first.id))
+      }
+      #expect(try await append([first, second]) == [1])
+    }
+    #expect(try await allRecords(hub) == [first, second])
+  }
+
   /// A server that stops answering (here a lock holds every statement back; a network change
   /// that leaves the connection dead looks the same from here) is unreachable once the hub's
   /// limit has passed, and an idle device's look for changes gives up sooner; the hub answers
@@ -745,7 +780,7 @@ struct PostgresHubTests {
     let (laptop, desktop) = (
       PostgresTestCluster.uniqueName("laptop"), PostgresTestCluster.uniqueName("desktop")
     )
-    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 10\n")
+    #expect(try docsync(["hub", "init", adminURL]).1 == "the hub's schema is at step 11\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")
