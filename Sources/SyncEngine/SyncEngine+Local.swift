@@ -17,7 +17,7 @@ extension SyncEngine {
     {
       early[IgnoreRules.filePath] = (job.entry, content)
     }
-    guard let window = withLock({ beginWindow(early: early, force: force) }) else { return }
+    guard var window = withLock({ beginWindow(early: early, force: force) }) else { return }
     var after = window.after
     var unreadable = window.unreadable
     var hashed: [String] = []
@@ -25,17 +25,31 @@ extension SyncEngine {
     let batch = window.toHash.count > 1
     // Their chunk lists are kept together too: one commit, not one a file.
     var lists: [(ContentHash, ChunkList)] = []
-    for job in window.toHash {
-      do {
-        let content = try hashFile(job, durable: !batch) { lists.append(($0, $1)) }
-        after[job.path] = content
-        if let hash = content.blobHash { hashed.append(hash.hex) }
-      } catch {
-        // Gone since the window looked: the path holds nothing now, and its removal waits in
-        // the log. A background `git gc` unlinks thousands of loose objects while their
-        // window is hashed; holding the window back for them made `docsync sync` fail.
-        if withLock({ tree?.entry(at: job.path) == nil }) { continue }
-        unreadable[job.path] = error.description
+    for first in window.toHash {
+      var job = first
+      // A file replaced since the window looked is hashed as it is now, a few times at most.
+      for attempt in 0..<3 {
+        do {
+          let content = try hashFile(job, durable: !batch) { lists.append(($0, $1)) }
+          after[job.path] = content
+          window.entries[job.path] = job.entry
+          if let hash = content.blobHash { hashed.append(hash.hex) }
+          break
+        } catch {
+          // Gone since the window looked: the path holds nothing now, and its removal waits in
+          // the log. A background `git gc` unlinks thousands of loose objects while their
+          // window is hashed; holding the window back for them made `docsync sync` fail.
+          let now = withLock { tree?.entry(at: job.path) }
+          guard let now else { break }
+          // Replaced since (`git gc` renames a new `info/refs` over the old one while the
+          // window hashes it): the path holds another file, whose content is the path's now.
+          if attempt < 2, case .file(let inode, _, _, _, let executable) = now, inode != job.inode {
+            job = HashJob(path: job.path, entry: now, inode: inode, executable: executable)
+            continue
+          }
+          unreadable[job.path] = error.description
+          break
+        }
       }
     }
     // Before the records that name their roots are made (``chunkRoot(for:size:)``).
