@@ -76,6 +76,11 @@ public final class ContentFile: @unchecked Sendable {
   /// other bytes (damaged, or a file changed since), or a read that fails (a failing disk:
   /// the file may read again, and is kept).
   public func chunk(_ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
+    Self.chunk(of: descriptor, entry, at: offset)
+  }
+
+  /// ``chunk(_:at:)`` of any open descriptor.
+  static func chunk(of descriptor: Int32, _ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
     let count = Int(entry.size)
     var bytes = [UInt8](repeating: 0, count: count)
     var done = 0

@@ -1,3 +1,4 @@
+import ContentModel
 import DocumentModel
 import Glibc
 import Hub
@@ -27,6 +28,11 @@ public final class IncomingBlob {
   public var size: Int64 {
     var info = stat()
     return fstat(descriptor, &info) == 0 ? Int64(info.st_size) : 0
+  }
+
+  /// What reading back the chunk `entry` written at `offset` gives, checked against its id.
+  public func chunk(_ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
+    ContentFile.chunk(of: descriptor, entry, at: offset)
   }
 
   /// Writes all of `bytes` at `offset`.

@@ -39,6 +39,26 @@ struct FrameStore {
 }
 
 @Suite struct VerifierTests {
+  @Test func aChunkCheckedLaterIsCheckedForItsSizeNowAndItsIdByTheCaller() throws {
+    let compressor = ObjectCompressor()
+    let verifier = ObjectVerifier()
+    let bytes = Array(repeating: UInt8(3), count: 5000)
+    let entry = ManifestEntry(id: verifier.hasher.id(of: bytes, kind: .chunk), size: 5000)
+    let other = Array(repeating: UInt8(4), count: 5000)
+    // Other bytes of the right size pass now (the whole content's hash refuses them later)...
+    #expect(try verifier.chunkCheckedLater(compressor.frame(other), for: entry) == other)
+    // ...where the full check refuses them at once.
+    #expect(throws: ManifestError.self) { try verifier.chunk(compressor.frame(other), for: entry) }
+    // A size other than the one named is refused now, as is a frame that is no frame.
+    #expect(throws: ManifestError.self) {
+      try verifier.chunkCheckedLater(compressor.frame(Array(bytes.dropLast())), for: entry)
+    }
+    #expect(throws: ManifestError.self) {
+      try verifier.chunkCheckedLater([0xFF, 1, 2], for: entry)
+    }
+    #expect(try verifier.chunkCheckedLater(compressor.frame(bytes), for: entry) == bytes)
+  }
+
   @Test func wholeContentAndAnyRangeReadBackExactly() throws {
     var random = TestBytes(seed: 21)
     var store = FrameStore()
