@@ -41,15 +41,14 @@ import Testing
   }
 
   @Test func theSimulationCatchesAHubThatFreesReachableObjects() {
+    // The first seeds suffice (seed 5 is the first caught): a prune that releases a tree
+    // sharing chunks with a retained version is common wherever files are edited.
     var failure: String?
-    var seed: UInt64 = 0
-    while failure == nil && seed < 300 {
+    for seed in UInt64(0)..<300 where failure == nil {
       var schedule = Schedule(seed: seed)
       schedule.hub.sweepsReachable = true
       failure = schedule.run()
-      seed += 1
     }
-    print("broken hub caught at seed \(seed - 1): \(failure ?? "-")")
     #expect(failure?.contains("which the hub lacks") == true, "\(failure ?? "no failure")")
   }
 }
