@@ -8,6 +8,7 @@ struct SimStatistics: CustomStringConvertible {
   var objectBytesPut = 0
   var edits = 0
   var worstEdit = (chunks: 0, nodes: 0)
+  var tallest: UInt8 = 0
   var dedups = 0
   var reuploads = 0
   var sweeps = 0
@@ -27,6 +28,7 @@ struct SimStatistics: CustomStringConvertible {
       max(worstEdit.chunks, schedule.worstEdit.chunks),
       max(worstEdit.nodes, schedule.worstEdit.nodes)
     )
+    tallest = max(tallest, schedule.tallest)
     dedups += schedule.dedupChecks
     reuploads += schedule.reuploads
     sweeps += schedule.sweeps
@@ -36,7 +38,8 @@ struct SimStatistics: CustomStringConvertible {
   }
 
   var description: String {
-    "\(schedules) schedules, \(versions) versions (\(chunked) chunked, \(whole) whole blobs), "
+    "\(schedules) schedules, \(versions) versions (\(chunked) chunked, \(whole) whole blobs, "
+      + "trees up to height \(tallest)), "
       + "\(objectsPut) objects put (\(objectBytesPut) bytes), \(edits) small edits (worst "
       + "\(worstEdit.chunks) chunks, \(worstEdit.nodes) nodes), \(dedups) pushes of held "
       + "content, \(reuploads) re-uploads, \(sweeps) sweeps freed \(swept) objects, "

@@ -93,6 +93,8 @@ struct Schedule {
   /// Small edits checked against the bound, and the most objects one of them added.
   var editsChecked = 0
   var worstEdit = (chunks: 0, nodes: 0)
+  /// The highest tree a version's content made.
+  var tallest: UInt8 = 0
   /// Uploads of content the hub held whole already, which must add nothing.
   var dedupChecks = 0
   /// Records the hub refused for a missing root (swept since the upload), put again.
@@ -898,8 +900,9 @@ struct Schedule {
       })
     for record in records {
       made[record.id] = record
-      if record.chunks != nil {
+      if let root = record.chunks {
         chunkedVersions += 1
+        tallest = max(tallest, root.height)
         checkEditBound(record, at: device)
       } else if record.content.blobHash != nil {
         blobVersions += 1
@@ -1287,6 +1290,7 @@ struct Schedule {
       #expect(edits > 0, "no small edit was checked against its bound")
       #expect(dedups > 0, "no content the hub held was pushed again")
       #expect(swept > 0, "no sweep freed an object")
+      #expect(stats.tallest >= 2, "no content made a tree of two levels")
     }
   }
 }
