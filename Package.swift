@@ -161,7 +161,9 @@ let package = Package(
       path: "Tools/MemoryFS",
       swiftSettings: strict
     ),
-    .testTarget(name: "DocumentModelTests", dependencies: ["DocumentModel"], swiftSettings: strict),
+    .testTarget(
+      name: "DocumentModelTests", dependencies: ["DocumentModel", "ContentModel"],
+      swiftSettings: strict),
     .testTarget(name: "ContentModelTests", dependencies: ["ContentModel"], swiftSettings: strict),
     .testTarget(
       name: "HubTests",

@@ -1,3 +1,4 @@
+import ContentModel
 import DocumentModel
 import Foundation
 import Testing
@@ -17,11 +18,14 @@ struct SplitMix64 {
   mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
 }
 
-/// A version record (and its blob) on the wire.
+/// A version record on the wire, with its blob when its content moves whole (its chunks are on
+/// the hub's object store instead when the record names a root).
 struct Message {
   var id: VersionID
   var bytes: [UInt8]
   var blob: [UInt8]?
+  /// The receiver reads a damaged object of its chunks.
+  var damaged = false
 }
 
 struct SimDevice {
@@ -37,6 +41,8 @@ struct SimDevice {
   var online = true
   var inbox: [Message] = []
   var outbox: [Message] = []
+  /// Outbox versions whose objects this device put on the hub before its push broke off.
+  var uploaded: Set<VersionID> = []
   /// How far this device's wall clock is off: negative behind, positive ahead.
   var skewMilliseconds: Int64
 }
@@ -66,12 +72,43 @@ struct Schedule {
   /// The kinds of problem RecordCheck refused them for (see ``problemKind(_:)``).
   var refusedProblems: Set<String> = []
   var failure: String?
+  /// Draws for chunked content, apart from `rng`, so that each seed's operations stay the
+  /// ones they were before chunks.
+  var contentRng: SplitMix64
+  let chunking = SimChunking()
+  /// The hub's content objects, and the records it has committed (forgotten ones leave).
+  var hub = SimObjectStore()
+  var hubRecords: [VersionID: VersionRecord] = [:]
+  /// Every record made, by id.
+  var made: [VersionID: VersionRecord] = [:]
+  /// Content made by a small edit of other content: the edit's size in bytes and the content
+  /// it edited.
+  var smallEdits: [ContentHash: (bytes: Int, of: ContentHash)] = [:]
+  /// Versions whose content moves as chunks, and as whole blobs.
+  var chunkedVersions = 0
+  var blobVersions = 0
+  /// Objects put on the hub, and bytes of their frames.
+  var objectsPut = 0
+  var objectBytesPut = 0
+  /// Small edits checked against the bound, and the most objects one of them added.
+  var editsChecked = 0
+  var worstEdit = (chunks: 0, nodes: 0)
+  /// The highest tree a version's content made.
+  var tallest: UInt8 = 0
+  /// Uploads of content the hub held whole already, which must add nothing.
+  var dedupChecks = 0
+  /// Records the hub refused for a missing root (swept since the upload), put again.
+  var reuploads = 0
+  var sweeps = 0
+  /// Sweeps that freed objects, and objects they freed.
+  var objectsSwept = 0
 
   static let folders = ["d0", "d1", "d0/e"].map(DocumentPath.init)
   static let names = ["a.md", "b.txt", "Makefile", "archive.tar.gz"]
 
   init(seed: UInt64) {
     rng = SplitMix64(state: seed)
+    contentRng = SplitMix64(state: seed ^ 0x6368_756E_6B73)
     let count = 2 + rng.below(7)
     for index in 0..<count {
       let author = VersionAuthor(
@@ -115,7 +152,7 @@ struct Schedule {
       } else if roll < 69 {
         forget(device)
       } else {
-        flush()
+        flush(breaking: true)
         deliver(limit: 1 + rng.below(4))
       }
     }
@@ -134,18 +171,87 @@ struct Schedule {
     } while devices.contains(where: { !$0.outbox.isEmpty }) && rounds < 20 && failure == nil
     check(rounds < 20, "automatic merges did not settle after \(rounds) rounds")
     if failure == nil { checkConverged() }
+    if failure == nil { checkObjects() }
     return failure
   }
 
   // MARK: network
 
-  mutating func flush() {
+  /// Each online device pushes its outbox: the objects of its chunked versions that the hub
+  /// lacks, then the records. With `breaking`, a push sometimes breaks off between the two: the
+  /// objects wait on the hub, unnamed, for a later push (across prunes, maybe past the grace).
+  mutating func flush(breaking: Bool = false) {
     for sender in devices.indices where devices[sender].online {
       let messages = devices[sender].outbox
+      if breaking && !messages.isEmpty && contentRng.chance(20) {
+        for message in messages where !devices[sender].uploaded.contains(message.id) {
+          if let record = made[message.id], record.chunks != nil, !pruned.contains(record.id) {
+            upload(record, from: sender)
+            devices[sender].uploaded.insert(record.id)
+          }
+        }
+        continue
+      }
+      for message in messages { commit(message.id, from: sender) }
       devices[sender].outbox = []
       for receiver in devices.indices where receiver != sender {
         devices[receiver].inbox += messages
       }
+    }
+  }
+
+  /// Puts a record on the hub, its objects first. The hub refuses a record whose root it lacks
+  /// (`SQLiteHub.putRecords`): objects put earlier and swept since are put again.
+  mutating func commit(_ id: VersionID, from device: Int) {
+    guard let record = made[id] else {
+      check(false, "device \(device) pushes a record nobody made")
+      return
+    }
+    // The content of a version retention let go is not on the hub: its record stays without.
+    if let root = record.chunks, !pruned.contains(id) {
+      if !devices[device].uploaded.contains(id) {
+        upload(record, from: device)
+      } else if hub.objects[ObjectID(root.id)] == nil {
+        reuploads += 1
+        upload(record, from: device)
+      }
+      check(
+        hub.reach([ObjectID(root.id)]).allSatisfy { hub.objects[$0] != nil },
+        "the hub commits \(record) without all of its objects")
+    }
+    devices[device].uploaded.remove(id)
+    // The hub does not take back a record `docsync forget` erased.
+    if !forgotten.contains(id) { hubRecords[id] = record }
+  }
+
+  /// Puts the objects of a chunked version that the hub lacks (asking touches those it has),
+  /// chunks before the nodes that name them, as `uploadChunks` does.
+  mutating func upload(_ record: VersionRecord, from device: Int) {
+    guard let root = record.chunks, let hash = record.content.blobHash else { return }
+    guard let bytes = devices[device].blobs[hash] else {
+      check(false, "device \(device) lacks the content of its own \(record) to push")
+      return
+    }
+    let cut = chunking.cut(bytes)
+    check(cut.root == root, "device \(device) cuts \(record)'s content to another root")
+    let heldWhole = hub.reach([cut.ref.id]).allSatisfy { hub.objects[$0] != nil }
+    let before = hub.objects.count
+    let missing = hub.missing(cut.objects.map(\.id), now: step)
+    var put = 0
+    for object in cut.objects where missing.contains(object.id) {
+      let frame = chunking.frame(object.id, object.plain)
+      check(
+        hub.put(object.id, frame: frame, references: object.references, now: step),
+        "the hub refused a node of \(record) whose children were put first")
+      put += 1
+      objectBytesPut += frame.count
+    }
+    objectsPut += put
+    // Dedup: content the hub holds (a copy, an undo, the same bytes elsewhere) adds nothing.
+    if heldWhole {
+      dedupChecks += 1
+      let added = hub.objects.count - before
+      check(added == 0, "content the hub held whole added \(added) objects for \(record)")
     }
   }
 
@@ -196,6 +302,9 @@ struct Schedule {
       bad.bytes[rng.below(bad.bytes.count)] ^= UInt8(1 + rng.below(255))
     case 1 where bad.blob != nil:
       if bad.blob!.isEmpty { bad.blob = [0] } else { bad.blob![rng.below(bad.blob!.count)] ^= 0x80 }
+    case 1 where made[bad.id]?.chunks != nil && !pruned.contains(bad.id):
+      // An object of its chunks comes damaged from the hub.
+      bad.damaged = true
     default:
       bad.id = VersionID(.sha256(bad.bytes + [1]))
     }
@@ -316,6 +425,7 @@ struct Schedule {
 
   mutating func receive(_ message: Message, at device: Int, expectRefusal: Bool = false) {
     let record: VersionRecord
+    var content: [UInt8]?
     do {
       record = try VersionRecord(decoding: message.bytes, expectedID: message.id)
       let set = devices[device].set
@@ -326,8 +436,15 @@ struct Schedule {
         throw problem
       }
       // The hub keeps the record of a version whose content retention let go, without it.
-      if let hash = record.content.blobHash, message.blob != nil || !pruned.contains(record.id) {
+      if let root = record.chunks, let hash = record.content.blobHash {
+        if !pruned.contains(record.id) {
+          content = try chunking.fetch(root, hash: hash, from: hub, damaged: message.damaged)
+        }
+      } else if let hash = record.content.blobHash,
+        message.blob != nil || !pruned.contains(record.id)
+      {
         try Integrity.verify(blob: message.blob ?? [], hash: hash)
+        content = message.blob
       }
     } catch {
       check(expectRefusal, "device \(device) refused an intact record: \(error)")
@@ -336,8 +453,8 @@ struct Schedule {
     }
     check(!expectRefusal, "device \(device) accepted a corrupted message \(record)")
     guard !expectRefusal else { return }
-    if let hash = record.content.blobHash, let blob = message.blob {
-      devices[device].blobs[hash] = blob
+    if let hash = record.content.blobHash, let content {
+      devices[device].blobs[hash] = content
     }
     devices[device].author.observe(record)
     let touched = devices[device].set.insert(contentsOf: [record])
@@ -406,7 +523,7 @@ struct Schedule {
     _ device: Int, at path: DocumentPath, previous: VersionContent?
   ) -> VersionContent {
     guard attributes.policy(for: path) != .manual, !rng.chance(5) else {
-      return newContent(device)
+      return newContent(device, previous: previous)
     }
     if rng.chance(10) {
       let blob = rng.pick(Self.sharedContents)
@@ -414,28 +531,42 @@ struct Schedule {
       devices[device].blobs[hash] = blob
       return .file(hash: hash, size: UInt64(blob.count), executable: false)
     }
-    var lines = (1...12).map { "\($0)" }
+    // Lines of some 70 bytes: a document is a dozen chunks, and a line's edit touches one or two.
+    var lines = (1...12).map { Self.line($0) }
+    var edited: ContentHash?
     if case .file(let hash, _, _)? = previous, let bytes = devices[device].blobs[hash],
       ThreeWayMerge.isMergeableText(bytes), !bytes.isEmpty
     {
       lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map(String.init)
+      edited = hash
     }
     let mark = "dev\(device)-\(step)"
+    var editSize = mark.utf8.count + 1
     if rng.chance(15) || lines.isEmpty {
       lines.insert(mark, at: rng.below(lines.count + 1))
     } else {
-      lines[rng.below(lines.count)] = mark
+      let index = rng.below(lines.count)
+      editSize = max(editSize, lines[index].utf8.count + 1)
+      lines[index] = mark
     }
     let blob = Array(lines.map { $0 + "\n" }.joined().utf8)
     let hash = ContentHash(of: blob)
     devices[device].blobs[hash] = blob
+    if let edited, edited != hash { smallEdits[hash] = (editSize, edited) }
     return .file(hash: hash, size: UInt64(blob.count), executable: false)
   }
 
   /// Content that any device may save too: the same download, script output or git object.
   static let sharedContents = (0..<3).map { Array("the same bytes \($0)\n".utf8) }
 
-  mutating func newContent(_ device: Int) -> VersionContent {
+  /// A numbered line of text, the same on every device.
+  static func line(_ number: Int) -> String {
+    "\(number): "
+      + (0..<8).map { String((number * 7_919 + $0 * 104_729) % 100_000) }.joined(
+        separator: " ")
+  }
+
+  mutating func newContent(_ device: Int, previous: VersionContent? = nil) -> VersionContent {
     var blob = (0..<rng.below(12)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     if rng.chance(10) { blob = [] }
     if rng.chance(20) {
@@ -444,10 +575,45 @@ struct Schedule {
       devices[device].blobs[hash] = blob
       return .file(hash: hash, size: UInt64(blob.count), executable: false)
     }
+    // Larger content, in tens of chunks, often an edit or a copy of content the device holds.
+    if contentRng.chance(40) { blob = largeContent(device, previous: previous) }
     let hash = ContentHash(of: blob)
     devices[device].blobs[hash] = blob
-    if rng.chance(5) { return .symlink(hash: hash, size: UInt64(blob.count)) }
+    if rng.chance(5) && UInt64(blob.count) <= RecordCheck.maximumSymlinkSize {
+      return .symlink(hash: hash, size: UInt64(blob.count))
+    }
     return .file(hash: hash, size: UInt64(blob.count), executable: rng.chance(10))
+  }
+
+  /// Fresh bytes (up to a few KiB, a tree of one or two levels), or a small edit of the
+  /// previous content (overwrite, insert, delete, append), or a copy of other content.
+  mutating func largeContent(_ device: Int, previous: VersionContent?) -> [UInt8] {
+    var earlier: [UInt8]?
+    if case .file(let hash, _, _)? = previous, let bytes = devices[device].blobs[hash],
+      bytes.count >= 512
+    {
+      earlier = bytes
+    }
+    let roll = contentRng.below(10)
+    if var bytes = earlier, roll < 6 {
+      let size = 1 + contentRng.below(8)
+      let offset = contentRng.below(bytes.count - size)
+      let fresh = (0..<size).map { _ in UInt8(truncatingIfNeeded: contentRng.next()) }
+      switch roll {
+      case 0, 1: bytes.replaceSubrange(offset..<(offset + size), with: fresh)
+      case 2, 3: bytes.insert(contentsOf: fresh, at: offset)
+      case 4: bytes.removeSubrange(offset..<(offset + size))
+      default: bytes += fresh
+      }
+      smallEdits[ContentHash(of: bytes)] = (size, ContentHash(of: earlier!))
+      return bytes
+    }
+    let others = devices[device].blobs.filter { $0.value.count >= 512 }.keys.sorted()
+    if roll < 8, !others.isEmpty {
+      return devices[device].blobs[contentRng.pick(others)]!
+    }
+    let count = 512 + contentRng.below(16_384)
+    return (0..<count).map { _ in UInt8(truncatingIfNeeded: contentRng.next()) }
   }
 
   mutating func localWork(_ device: Int) {
@@ -649,6 +815,7 @@ struct Schedule {
       let blob = content.blobHash.map { devices[device].blobs[$0] }
       check(blob != .some(nil), "device \(device) lacks the content of a head at \(path)")
       equalMerges += 1
+      made[record.id] = record
       created.append(record.id)
       resolutions.insert(record.id)
       devices[device].outbox.append(
@@ -698,6 +865,7 @@ struct Schedule {
           == nil,
         "merge \(record) fails the checks of the device that made it")
       merges += 1
+      made[record.id] = record
       created.append(record.id)
       resolutions.insert(record.id)
       devices[device].outbox.append(Message(id: record.id, bytes: record.encoded, blob: bytes))
@@ -720,22 +888,68 @@ struct Schedule {
   }
 
   mutating func publish(_ changes: [PendingChange], from device: Int) -> [VersionRecord] {
+    let blobs = devices[device].blobs
+    let chunking = chunking
     let records = devices[device].author.record(
-      changes, known: devices[device].set, now: now(device))
+      changes, known: devices[device].set, now: now(device),
+      chunks: { hash, _ in
+        // Most content moves as chunks; some as whole blobs, as versions made before chunks
+        // still do on real hubs (by the hash, so the same bytes always go the same way).
+        guard hash.bytes[0] % 8 != 0, let bytes = blobs[hash] else { return nil }
+        return chunking.cut(bytes).root
+      })
     for record in records {
+      made[record.id] = record
+      if let root = record.chunks {
+        chunkedVersions += 1
+        tallest = max(tallest, root.height)
+        checkEditBound(record, at: device)
+      } else if record.content.blobHash != nil {
+        blobVersions += 1
+      }
       for parent in record.parents {
         if let known = devices[device].set[parent] {
           check(record.modified > known.modified, "\(record) is not later than its parent")
         }
       }
       created.append(record.id)
-      let blob = record.content.blobHash.map { devices[device].blobs[$0]! }
+      // Chunked content goes to the hub's objects at the push, not with the record.
+      let blob =
+        record.chunks != nil ? nil : record.content.blobHash.map { devices[device].blobs[$0]! }
       devices[device].outbox.append(Message(id: record.id, bytes: record.encoded, blob: blob))
     }
     let touched = devices[device].set.insert(contentsOf: records)
     devices[device].library.update(from: devices[device].set, touched: touched)
     return records
   }
+
+  /// The objects that a small edit of content adds are those of the chunks it touches and the
+  /// tree's path to them: bounded by a few chunks and a few nodes a level, whatever the size.
+  mutating func checkEditBound(_ record: VersionRecord, at device: Int) {
+    guard let hash = record.content.blobHash, let edit = smallEdits[hash],
+      let bytes = devices[device].blobs[hash], let earlier = devices[device].blobs[edit.of]
+    else { return }
+    let before = Set(chunking.cut(earlier).objects.map(\.id))
+    let cut = chunking.cut(bytes)
+    let added = cut.objects.filter { !before.contains($0.id) }
+    let chunks = added.filter(\.references.isEmpty)
+    let nodes = added.count - chunks.count
+    let chunkBytes = chunks.reduce(0) { $0 + $1.plain.count }
+    editsChecked += 1
+    worstEdit = (max(worstEdit.chunks, chunks.count), max(worstEdit.nodes, nodes))
+    let maximum = SimChunking.parameters.maximum
+    check(
+      chunks.count <= Self.editChunks && nodes <= 3 * Int(cut.ref.height)
+        && chunkBytes <= edit.bytes + Self.editChunks * maximum,
+      "a \(edit.bytes)-byte edit of a \(cut.chunkCount)-chunk file added \(chunks.count) chunks "
+        + "(\(chunkBytes) bytes) and \(nodes) nodes")
+  }
+
+  /// The most new chunks a small edit may make: those it touches, and those after it until
+  /// the cuts fall where they fell before. Most edits make one to three; the cuts can take
+  /// several chunks to fall back in step (ten, once in 8,000 schedules), so the bound is issue
+  /// 39's worst case for a one-byte edit, 1 MiB of 64 KiB chunks.
+  static let editChunks = 16
 
   // MARK: retention
 
@@ -764,7 +978,9 @@ struct Schedule {
     check(heads.isDisjoint(with: released), "device \(device) would prune a head")
     index.release(released, in: set)
     devices[device].released.formUnion(released)
+    let roots = hubRoots(of: released.subtracting(pruned))
     pruned.formUnion(released)
+    sweep(released: roots)
     let needed = Set(
       set.records.values.filter { !pruned.contains($0.id) }.compactMap(\.content.blobHash))
     devices[device].blobs = devices[device].blobs.filter { needed.contains($0.key) }
@@ -772,6 +988,79 @@ struct Schedule {
       for message in devices[other].inbox.indices
       where released.contains(devices[other].inbox[message].id) {
         devices[other].inbox[message].blob = nil
+      }
+    }
+  }
+
+  // MARK: the hub's objects
+
+  /// The chunk roots that the hub's committed records among `ids` name.
+  func hubRoots(of ids: Set<VersionID>) -> Set<ObjectID> {
+    Set(ids.compactMap { hubRecords[$0]?.chunks.map { ObjectID($0.id) } })
+  }
+
+  /// The roots of the versions the hub keeps content for.
+  func retainedRoots() -> Set<ObjectID> {
+    Set(
+      hubRecords.values.compactMap { record in
+        pruned.contains(record.id) ? nil : record.chunks.map { ObjectID($0.id) }
+      })
+  }
+
+  /// The hub's sweep after prune or forget let `released` go, then what it must leave: every
+  /// retained version's tree whole, and nothing unreached but recent objects not released.
+  mutating func sweep(released: Set<ObjectID>, now: UInt64? = nil) {
+    let now = now ?? step
+    let retained = retainedRoots()
+    let count = hub.objects.count
+    let freed = hub.sweep(retained: retained, released: released, now: now)
+    sweeps += 1
+    objectsSwept += count - hub.objects.count
+    let reached = hub.reach(retained)
+    for id in reached where hub.objects[id] == nil {
+      check(false, "a retained version reaches object \(id.hex.prefix(12)), which the hub lacks")
+    }
+    // What no retained version reaches is an upload whose record is not committed yet: put or
+    // asked about within the grace. What prune or forget released is gone at once, unless such
+    // an upload names it.
+    let cutoff = SimObjectStore.cutoff(now: now)
+    let uploads = hub.objects.filter { id, object in
+      !object.references.isEmpty && object.touched >= cutoff && !freed.contains(id)
+    }.keys
+    let pending = hub.reach(uploads)
+    for (id, object) in hub.objects where !reached.contains(id) {
+      check(
+        object.touched >= cutoff && (!freed.contains(id) || pending.contains(id)),
+        "object \(id.hex.prefix(12)) is on the hub unreached after a sweep (touched at step "
+          + "\(object.touched), now \(now))")
+    }
+  }
+
+  /// After the schedule: a sweep past the grace leaves exactly what the retained versions
+  /// reach, and each of them reads back from the hub byte for byte as the devices hold it.
+  mutating func checkObjects() {
+    sweep(released: [], now: step + SimObjectStore.grace + 1)
+    let (kept, reached) = (Set(hub.objects.keys), hub.reach(retainedRoots()))
+    check(
+      kept == reached,
+      "the hub keeps \(kept.count) objects, the retained versions reach \(reached.count)")
+    var roots: [ContentHash: ContentRoot] = [:]
+    for record in hubRecords.values.sorted(by: {
+      $0.id.bytes.lexicographicallyPrecedes($1.id.bytes)
+    }) {
+      guard let root = record.chunks, let hash = record.content.blobHash else { continue }
+      // The same bytes make the same tree on every device.
+      if let other = roots.updateValue(root, forKey: hash) {
+        check(other == root, "content \(hash) has two chunk roots")
+      }
+      guard !pruned.contains(record.id) else { continue }
+      do {
+        let bytes = try chunking.fetch(root, hash: hash, from: hub)
+        check(
+          bytes == devices[0].blobs[hash],
+          "\(record) reads back from the hub other than device 0 holds it")
+      } catch {
+        check(false, "\(record) cannot be read back from the hub: \(error)")
       }
     }
   }
@@ -788,7 +1077,10 @@ struct Schedule {
     let paths = set.paths.filter { !set.ids(at: $0).isEmpty }.sorted()
     guard !paths.isEmpty else { return }
     let ids = Set(set.ids(at: rng.pick(paths)))
+    let roots = hubRoots(of: ids.subtracting(pruned))
     forgotten.formUnion(ids)
+    for id in ids { hubRecords[id] = nil }
+    sweep(released: roots)
     for other in devices.indices {
       devices[other].inbox.removeAll { ids.contains($0.id) }
       if other != device { devices[other].erasures.formUnion(ids) }
@@ -952,6 +1244,12 @@ struct Schedule {
     var equalMerges = 0
     var pruned = 0
     var forgotten = 0
+    var chunked = 0
+    var whole = 0
+    var edits = 0
+    var dedups = 0
+    var swept = 0
+    var stats = SimStatistics()
     for seed in seeds {
       var schedule = Schedule(seed: seed)
       if let failure = schedule.run() {
@@ -967,6 +1265,15 @@ struct Schedule {
       equalMerges += schedule.equalMerges
       pruned += schedule.pruned.count
       forgotten += schedule.forgotten.count
+      chunked += schedule.chunkedVersions
+      whole += schedule.blobVersions
+      edits += schedule.editsChecked
+      dedups += schedule.dedupChecks
+      swept += schedule.objectsSwept
+      stats.add(schedule)
+    }
+    if ProcessInfo.processInfo.environment["DOCSYNC_SIM_STATS"] != nil {
+      print("simulation chunk \(chunk): \(stats)")
     }
     #expect(versions > 0)
     if seeds.count > 1 { #expect(merges > 0, "no schedule merged automatically") }
@@ -979,6 +1286,11 @@ struct Schedule {
         "bad fields never refused: \(Schedule.everyOfferedProblem.subtracting(refusedProblems))")
       #expect(pruned > 0, "retention let nothing go")
       #expect(forgotten > 0, "nothing was forgotten")
+      #expect(chunked > 0 && whole > 0, "content did not move both as chunks and as blobs")
+      #expect(edits > 0, "no small edit was checked against its bound")
+      #expect(dedups > 0, "no content the hub held was pushed again")
+      #expect(swept > 0, "no sweep freed an object")
+      #expect(stats.tallest >= 2, "no content made a tree of two levels")
     }
   }
 }
