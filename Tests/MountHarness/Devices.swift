@@ -140,6 +140,14 @@ public final class Device {
       throw RunError(description: "kill -9 \(pid): \(String(cString: strerror(errno)))")
     }
     for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
+    if kill(pid, 0) == 0 {
+      // Still there: a thread of the killed daemon can wait, unkillably, for a folder's lock
+      // that a call through the mount holds while it waits for the dead daemon's answer (its
+      // own announcer's, or any program's). Only aborting the connection ends both, as a
+      // person would with /sys/fs/fuse/connections/N/abort; a lazy unmount does not.
+      MountFixture.abortConnection(of: mountPoint)
+      for _ in 0..<1000 where kill(pid, 0) == 0 { usleep(10_000) }
+    }
     MountFixture.forceUnmount(mountPoint)
     isMounted = false
   }

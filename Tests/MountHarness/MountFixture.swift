@@ -249,6 +249,27 @@ public final class MountFixture {
     _ = try? run(["fusermount3", "-uz", point], timeout: .seconds(30))
   }
 
+  /// Aborts the FUSE connection of the mount at `point` (fusectl's `abort`, which its owner
+  /// may write): every request waiting on it fails at once. Found by the mount's device number
+  /// in /proc/self/mountinfo, not by a stat of the mount point, which would wait on the
+  /// connection itself.
+  public static func abortConnection(of point: String) {
+    guard let table = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
+    else { return }
+    for line in table.split(separator: "\n") {
+      let fields = line.split(separator: " ")
+      guard fields.count > 4,
+        fields[4].replacingOccurrences(of: "\\040", with: " ") == point,
+        let minor = fields[2].split(separator: ":").last
+      else { continue }
+      let fd = open("/sys/fs/fuse/connections/\(minor)/abort", O_WRONLY | O_CLOEXEC)
+      guard fd >= 0 else { return }
+      _ = write(fd, "1", 1)
+      close(fd)
+      return
+    }
+  }
+
   /// Sticky and writable by everyone, as /tmp is: Tools/test runs some tests as root and the
   /// mount tests as an ordinary user, and both make their folders here.
   static func makeTestsRoot() {
