@@ -255,8 +255,8 @@ extension SyncEngine {
   func fetchChunked(
     _ hash: ContentHash, root: ContentRoot, extraSources: [VersionRecord] = [],
     durable: Bool = true
-  ) async throws(SyncError) -> (reason: ContentWait, hubWants: Bool)? {
-    guard let objects = objectStore else { return (.missingOnHub, false) }
+  ) async throws(SyncError) -> (reason: ContentWait, awaited: [UInt8]?)? {
+    guard let objects = objectStore else { return (.missingOnHub, nil) }
     let candidates = withLock { () -> [(hash: ContentHash, path: DocumentPath)] in
       var found = chunkSources(for: hash)
       for record in extraSources where found.count < 4 {
@@ -334,7 +334,7 @@ extension SyncEngine {
           next += try verifier.node(framed, for: entry, height: height).entries
         } catch {
           logger.error("refused part of the content \(hash.hex) from the hub: \(error)")
-          return (.damagedOnHub, false)
+          return (.damagedOnHub, nil)
         }
       }
       level = next
@@ -382,7 +382,7 @@ extension SyncEngine {
           plain[entry.id] = try verifier.chunkCheckedLater(framed, for: entry)
         } catch {
           logger.error("refused part of the content \(hash.hex) from the hub: \(error)")
-          return (.damagedOnHub, false)
+          return (.damagedOnHub, nil)
         }
       }
       for entry in level[start..<end] {
@@ -417,7 +417,7 @@ extension SyncEngine {
           hash to their ids (\(lying.prefix(3).joined(separator: ", ")))
           """)
       }
-      return (.damagedOnHub, false)
+      return (.damagedOnHub, nil)
     }
     do throws(ContentError) {
       try blobs.install(blob, as: hash, durable: durable)
@@ -436,14 +436,15 @@ extension SyncEngine {
 
   /// Why the hub lacks object `id`: it found its copy damaged and wants it put again, or it
   /// never had it (a device that has the content puts it when it syncs).
-  func absence(of id: ObjectID) async throws(SyncError) -> (reason: ContentWait, hubWants: Bool) {
-    guard let objects = objectStore else { return (.missingOnHub, false) }
+  func absence(of id: ObjectID) async throws(SyncError) -> (reason: ContentWait, awaited: [UInt8]?)
+  {
+    guard let objects = objectStore else { return (.missingOnHub, nil) }
     do {
-      if try await objects.wantedObjects().contains(id.bytes) { return (.damagedOnHub, true) }
+      if try await objects.wantedObjects().contains(id.bytes) { return (.damagedOnHub, id.bytes) }
     } catch {
       throw SyncError(error)
     }
-    return (.missingOnHub, false)
+    return (.missingOnHub, nil)
   }
 
   /// Fetches small content of one chunk each together, into ``fetchedContent``, as
@@ -508,15 +509,17 @@ extension SyncEngine {
 
   /// Puts again the objects the hub found damaged or lost, from the content this device
   /// holds: a damaged chunk on the hub is mended with nobody acting.
-  func serveWantedObjects() async throws(SyncError) {
-    guard let objects = objectStore else { return }
+  /// Returns the ids the hub wants.
+  func serveWantedObjects() async throws(SyncError) -> Set<[UInt8]> {
+    guard let objects = objectStore else { return [] }
     var wanted: Set<ObjectID>
     do {
       wanted = Set(try await objects.wantedObjects().compactMap { ObjectID(bytes: $0) })
     } catch {
       throw SyncError(error)
     }
-    guard !wanted.isEmpty else { return }
+    let listed = Set(wanted.map(\.bytes))
+    guard !wanted.isEmpty else { return listed }
     // Where each wanted object is: a chunk of held content, or a node of its tree. A walk of
     // every kept list, only when the hub wants something (it found damage).
     var hashes: [ContentHash] = []
@@ -554,5 +557,6 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
+    return listed
   }
 }

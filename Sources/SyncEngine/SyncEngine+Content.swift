@@ -150,7 +150,7 @@ extension SyncEngine {
     }
     for hash in wanted {
       if let wait = try await fetchBlob(hash) {
-        withLock { noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000) }
+        withLock { noteMissing(hash, wait.reason, awaiting: wait.awaited, delay: 1000) }
       }
     }
     withLock { merges.conflictsWithBases = conflicts }

@@ -41,8 +41,9 @@ extension SyncEngine {
         applyPending()
         try await forgetIfAsked()
         try await learnErasures(now: forced)
-        try await serveWantedBlobs()
-        try await serveWantedObjects()
+        let wantedBlobs = try await serveWantedBlobs()
+        let wantedObjects = try await serveWantedObjects()
+        withLock { fetchAgainWhatWasPut(stillWanted: wantedBlobs.union(wantedObjects)) }
         try await fetchMissingBlobs()
         try await fetchMergeBases()
         try await autoMerge()
@@ -489,7 +490,7 @@ extension SyncEngine {
       withLock {
         if let wait {
           // Not at once again: the loop's next round tries it, after a second.
-          noteMissing(hash, wait.reason, hubWants: wait.hubWants, delay: 1000)
+          noteMissing(hash, wait.reason, awaiting: wait.awaited, delay: 1000)
         }
         connection.noteDownloaded(files: 1, bytes: size)
       }
@@ -589,7 +590,7 @@ extension SyncEngine {
     _ hash: ContentHash, durable: Bool = true, root: ContentRoot? = nil,
     extraSources: [VersionRecord] = []
   ) async throws(SyncError) -> (
-    reason: ContentWait, hubWants: Bool
+    reason: ContentWait, awaited: [UInt8]?
   )? {
     if let root = root ?? withLock({ knownChunkRoot(of: hash) }) {
       let wait = try await fetchChunked(

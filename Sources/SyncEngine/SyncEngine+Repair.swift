@@ -64,18 +64,18 @@ extension SyncEngine {
   /// Asks the loop to fetch a blob that is missing or was found damaged, after `delay`
   /// milliseconds; a more precise reason replaces "fetching". Called with the lock held.
   func noteMissing(
-    _ hash: ContentHash, _ reason: ContentWait = .fetching, hubWants: Bool = false,
+    _ hash: ContentHash, _ reason: ContentWait = .fetching, awaiting awaited: [UInt8]? = nil,
     delay: UInt64 = 0
   ) {
     guard var entry = missingBlobs[hash] else {
       missingBlobs[hash] = MissingBlob(
         retryAt: monotonicMilliseconds() + delay, backoff: 1000, reason: reason,
-        hubWants: hubWants)
+        awaited: awaited)
       changeLog.wake.signal()
       return
     }
     if reason != .fetching {
-      entry.note(reason, hubWants: hubWants)
+      entry.note(reason, awaiting: awaited)
       missingBlobs[hash] = entry
     }
   }
@@ -115,7 +115,7 @@ extension SyncEngine {
         } else if var entry = missingBlobs[hash] {
           entry.retryAt = monotonicMilliseconds() + entry.backoff
           entry.backoff = min(entry.backoff * 2, 60_000)
-          if let wait { entry.note(wait.reason, hubWants: wait.hubWants) }
+          if let wait { entry.note(wait.reason, awaiting: wait.awaited) }
           missingBlobs[hash] = entry
         }
       }
@@ -129,19 +129,19 @@ extension SyncEngine {
   /// device still waits for it. The hub checks its own copy: a damaged one it drops and lists
   /// as wanted, for a device that has the content to put again (``serveWantedBlobs()``).
   func reportToHub(_ hash: ContentHash, arrivedDamaged: Bool) async -> (
-    reason: ContentWait, hubWants: Bool
+    reason: ContentWait, awaited: [UInt8]?
   ) {
     let condition: BlobCondition
     do {
       condition = try await hub.reportDamagedBlob(hash: hash.bytes)
     } catch {
       logger.warning("cannot report blob \(hash.hex) to the hub: \(error)")
-      return (arrivedDamaged ? .fetching : .missingOnHub, false)
+      return (arrivedDamaged ? .fetching : .missingOnHub, nil)
     }
     switch condition {
     case .intact:
       logger.warning("the hub's copy of blob \(hash.hex) is intact; fetching it again")
-      return (.fetching, false)
+      return (.fetching, nil)
     case .wanted:
       if arrivedDamaged {
         logger.error(
@@ -149,18 +149,19 @@ extension SyncEngine {
           the hub's copy of blob \(hash.hex) is damaged: the hub dropped it and waits for a \
           device that has the content to put it again
           """)
-        return (.damagedOnHub, true)
+        return (.damagedOnHub, hash.bytes)
       }
-      return (.missingOnHub, true)
+      return (.missingOnHub, hash.bytes)
     case .unknown:
-      return (.missingOnHub, false)
+      return (.missingOnHub, nil)
     }
   }
 
   /// Puts again the blobs the hub wants (dropped there as damaged, or lost) that this device
   /// holds; each one's bytes are checked against its hash on the way up, so damaged local
   /// content never replaces damaged hub content. One small query per sync round.
-  func serveWantedBlobs() async throws(SyncError) {
+  /// Returns the hashes the hub wants.
+  func serveWantedBlobs() async throws(SyncError) -> Set<[UInt8]> {
     let wanted: Set<ContentHash>
     do {
       wanted = Set(
@@ -173,11 +174,16 @@ extension SyncEngine {
         logger.info("put blob \(hash.hex) on the hub again: its copy there was damaged or lost")
       }
     }
-    withLock {
-      for (hash, entry) in missingBlobs where entry.hubWants && !wanted.contains(hash) {
-        missingBlobs[hash] = MissingBlob(
-          retryAt: 0, backoff: 1000, reason: .fetching, hubWants: false)
-      }
+    return Set(wanted.map(\.bytes))
+  }
+
+  /// Fetches at once the content whose missing blob, chunk or node the hub no longer lists as
+  /// wanted (`stillWanted`: both lists, blobs' hashes and objects' ids): a device has put it
+  /// again. Called with the lock held.
+  func fetchAgainWhatWasPut(stillWanted: Set<[UInt8]>) {
+    for (hash, entry) in missingBlobs {
+      guard let awaited = entry.awaited, !stillWanted.contains(awaited) else { continue }
+      missingBlobs[hash] = MissingBlob(retryAt: 0, backoff: 1000, reason: .fetching)
     }
   }
 }
