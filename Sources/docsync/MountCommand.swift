@@ -346,8 +346,18 @@ struct MountCommand: ParsableCommand {
     guard lockDescriptor >= 0 else {
       throw CommandFailure("state folder \(folder) is not writable: \(errorText(errno))")
     }
-    guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
-      throw CommandFailure("state folder \(folder) is in use by another docsync mount")
+    if flock(lockDescriptor, LOCK_EX | LOCK_NB) != 0 {
+      // A daemon killed while a call through its mount waited can hold the folder for ever.
+      guard let stuck = StuckDaemon.holding(stateFolder: folder) else {
+        throw CommandFailure("state folder \(folder) is in use by another docsync mount")
+      }
+      try stuck.end(stateFolder: folder)
+      guard flock(lockDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+        throw CommandFailure("state folder \(folder) is in use by another docsync mount")
+      }
+      writeText(
+        "docsync: warning: the killed docsync process \(stuck.pid) could not exit; its FUSE "
+          + "connection was aborted\n", to: 2)
     }
     let hubLocation = hub ?? SQLiteHub.defaultLocation()
     let library = LibraryRecord(stateFolder: folder)
@@ -423,6 +433,13 @@ struct MountCommand: ParsableCommand {
     }
     let pidFile = folder + "/docsync.pid"
     writeFile(pidFile, "\(getpid())\n")
+    // From the mount table, not a stat of the mount, which would wait for this process.
+    let connectionFile = folder + "/" + StuckDaemon.connectionFile
+    if let connection = MountTable.record(at: target).flatMap({
+      FuseConnection(mountInfoDevice: $0.device)
+    }) {
+      writeFile(connectionFile, "\(connection)\n")
+    }
     // Once mounted, so that a mount that fails says only why; the parent of a daemon passes
     // warnings on when the mount is ready.
     warnIfShared(stateFolder: folder)
@@ -457,6 +474,7 @@ struct MountCommand: ParsableCommand {
     store.shutdown()
     unlink(folder + "/" + Control.socketName)
     unlink(pidFile)
+    unlink(connectionFile)
   }
 
   /// Why the hub cannot be read now (nil when it can), asked once before mounting; a hub that

@@ -5,6 +5,8 @@ struct MountRecord {
   let mountPoint: String
   let type: String
   let source: String
+  /// The mount's `major:minor`, which names its FUSE connection.
+  let device: String
 
   /// The state folder of a docsync mount, which the mount carries as its source name.
   var docsyncState: String? {
@@ -25,7 +27,7 @@ enum MountTable {
       else { return nil }
       return MountRecord(
         mountPoint: unescape(fields[4]), type: unescape(fields[dash + 1]),
-        source: unescape(fields[dash + 2]))
+        source: unescape(fields[dash + 2]), device: String(fields[2]))
     }
   }
 

@@ -18,6 +18,9 @@ struct UnmountCommand: ParsableCommand {
     let pid = readTextFile(state + "/docsync.pid").flatMap {
       Int32($0.trimmingCharacters(in: " \n"))
     }
+    // A killed daemon that cannot exit keeps the mount busy with its own waiting call.
+    let stuck = StuckDaemon.holding(stateFolder: state)
+    try stuck?.end(stateFolder: state)
     let result = runProgram(["fusermount3", "-u", target])
     guard result.status == 0 else {
       if result.errorOutput.contains("busy") {
@@ -27,7 +30,8 @@ struct UnmountCommand: ParsableCommand {
         result.errorOutput.split(separator: "\n").last.map(String.init) ?? "unknown error"
       throw CommandFailure("cannot unmount \(target): \(reason)")
     }
-    guard let pid else { return }
+    // A stuck daemon has let go of its state once ended; nobody may reap it here.
+    guard let pid, stuck == nil else { return }
     // The mount process flushes its state after the kernel lets go; wait for it to finish.
     for _ in 0..<600 {
       if kill(pid, 0) != 0 && errno == ESRCH { return }

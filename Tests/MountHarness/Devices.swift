@@ -141,12 +141,17 @@ public final class Device {
     }
     for _ in 0..<500 where kill(pid, 0) == 0 { usleep(10_000) }
     if kill(pid, 0) == 0 {
-      // Still there: a thread of the killed daemon can wait, unkillably, for a folder's lock
-      // that a call through the mount holds while it waits for the dead daemon's answer (its
-      // own announcer's, or any program's). Only aborting the connection ends both, as a
-      // person would with /sys/fs/fuse/connections/N/abort; a lazy unmount does not.
-      MountFixture.abortConnection(of: mountPoint)
-      for _ in 0..<1000 where kill(pid, 0) == 0 { usleep(10_000) }
+      // Still there: a thread of the killed daemon can wait, unkillably, for the answer to a
+      // call through its own mount, or for a folder's lock that another call holds while it
+      // waits for the dead daemon. `docsync unmount` is a person's way out (it aborts the
+      // connection of such a process, StuckDaemonTests); it must work here too.
+      let result = try run(
+        asOwner([try MountFixture.docsyncBinary(), "unmount", mountPoint]), env: environment,
+        timeout: .seconds(60))
+      guard result.status == 0 else {
+        MountFixture.abortConnection(of: mountPoint)
+        throw RunError(description: "docsync unmount after kill -9 (\(name)): \(result)")
+      }
     }
     MountFixture.forceUnmount(mountPoint)
     isMounted = false
