@@ -188,7 +188,7 @@ extension DocumentFileSystem: LocalTree {
   }
 
   /// The part of `apply` under the tree lock: only checks, renames and the tree's records;
-  /// a file's content was written and made durable before (``LocalStore/createIncomingFile()``),
+  /// a file's content was written and made durable before (``ContentStore/createIncomingFile()``),
   /// and the engine fsyncs the folders after a batch of renames.
   private func applyLocked(_ change: RemoteChange, expected: LocalEntry?, extendsOpenFile: Bool)
     -> ApplyOutcome
@@ -305,7 +305,7 @@ extension DocumentFileSystem: LocalTree {
     }
   }
 
-  /// Gives a working file on its way in (see ``LocalStore/createIncomingFile()``) the name of
+  /// Gives a working file on its way in (see ``ContentStore/createIncomingFile()``) the name of
   /// an inode's working file, replacing what had it.
   private func renameWorkingFile(_ incoming: String, to inode: UInt64) throws(Errno) {
     try store.content.installIncoming(incoming, as: inode)

@@ -99,17 +99,8 @@ extension ContentStore {
   public func write(_ data: UnsafeRawBufferPointer, to descriptor: Int32, at offset: Int64)
     throws(Errno) -> Int
   {
-    var done = 0
-    while done < data.count {
-      let n = pwrite(
-        descriptor, data.baseAddress! + done, data.count - done, off_t(offset) + off_t(done))
-      if n < 0 {
-        if errno == EINTR { continue }
-        if done > 0 { break }
-        throw Errno(rawValue: errno)
-      }
-      done += n
-    }
+    let done = Self.writeAll(data, to: descriptor, at: offset)
+    if done == 0 && !data.isEmpty { throw Errno(rawValue: errno) }
     if let window = Writeback.completedWindow(offset: offset, count: done) {
       Writeback.start(descriptor, window)
     }
@@ -167,18 +158,31 @@ extension ContentStore {
     guard fd >= 0 else { throw Errno(rawValue: errno) }
     _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
     template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    guard bytes.withUnsafeBytes({ Self.writeAll($0, to: fd, at: 0) }) == bytes.count else {
+      let error = Errno(rawValue: errno)
+      close(fd)
+      throw error
+    }
+    return fd
+  }
+
+  /// Writes `bytes` into `descriptor` from `offset` on; how many were written, fewer only when
+  /// a write failed (its `errno` is left as it set it, EIO when it wrote nothing).
+  static func writeAll(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, at offset: Int64)
+    -> Int
+  {
     var done = 0
     while done < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
+      let n = pwrite(
+        descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
       if n < 0 && errno == EINTR { continue }
       guard n > 0 else {
-        let error = Errno(rawValue: errno)
-        close(fd)
-        throw error
+        if n == 0 { errno = EIO }
+        break
       }
       done += n
     }
-    return fd
+    return done
   }
 
   /// Whether the new working file `incoming` begins with the whole content of the working

@@ -75,13 +75,7 @@ extension ContentStore {
       throw ContentError(BlobFile.errorText())
     }
     defer { close(fd) }
-    var done = 0
-    while done < bytes.count {
-      let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + done, bytes.count - done) }
-      if n < 0 && errno == EINTR { continue }
-      guard n > 0 else { break }
-      done += n
-    }
+    let done = bytes.withUnsafeBytes { Self.writeAll($0, to: fd, at: 0) }
     guard done == bytes.count, !durable || fsync(fd) == 0 else {
       let reason = BlobFile.errorText()
       removeIncomingFile(incoming)

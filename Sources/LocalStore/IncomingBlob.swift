@@ -37,14 +37,11 @@ public final class IncomingBlob {
 
   /// Writes all of `bytes` at `offset`.
   public func write(_ bytes: [UInt8], at offset: UInt64) throws(ContentError) {
-    var done = 0
-    while done < bytes.count {
-      let wrote = bytes.withUnsafeBytes {
-        pwrite(descriptor, $0.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-      }
-      if wrote < 0 && errno == EINTR { continue }
-      guard wrote > 0 else { throw ContentError("cannot write a blob: \(BlobFile.errorText())") }
-      done += wrote
+    let done = bytes.withUnsafeBytes {
+      ContentStore.writeAll($0, to: descriptor, at: Int64(offset))
+    }
+    guard done == bytes.count else {
+      throw ContentError("cannot write a blob: \(BlobFile.errorText())")
     }
   }
 }

@@ -16,7 +16,7 @@ public enum LocalEntry: Sendable, Equatable {
 /// A remote version to write into the local tree.
 public enum RemoteChange: Sendable {
   /// Replace or create the file at `path` with the working file `incoming` (a name relative
-  /// to the working files, from ``LocalStore/createIncomingFile()``), whose content, times
+  /// to the working files, from ``ContentStore/createIncomingFile()``), whose content, times
   /// and durability the engine has seen to; the file system only gives it the path's name.
   case file(path: DocumentPath, incoming: String, executable: Bool)
   case directory(path: DocumentPath)
