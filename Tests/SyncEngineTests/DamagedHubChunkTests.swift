@@ -45,15 +45,17 @@ struct DamagedHubChunkTests {
     // the hub said (it once fell back to "fetching" every round, and the chunk was asked for
     // again at every one, because the device compared the chunk's id with the wanted blobs).
     let asked = Task { try? await b.engine.synchronize(timeout: .seconds(2)) }
+    // At least 1.5 s and 20 samples, however busy the machine (other suites run beside).
     let end = Date().addingTimeInterval(1.5)
+    let limit = Date().addingTimeInterval(30)
     var samples = 0
-    while Date() < end {
+    while (Date() < end || samples < 20) && Date() < limit {
       #expect(b.engine.status().waiting == waiting)
       samples += 1
       try await Task.sleep(for: .milliseconds(10))
     }
     await asked.value
-    #expect(samples > 20)
+    #expect(samples >= 20)
     #expect(try b.read("doc.txt") == "first\n")
 
     a.engine.resume()
