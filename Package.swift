@@ -145,7 +145,7 @@ let package = Package(
     ),
     .executableTarget(
       name: "bench-objects",
-      dependencies: ["Hub", .product(name: "GRDB", package: "GRDB.swift")],
+      dependencies: ["Hub", "PostgresHub", .product(name: "GRDB", package: "GRDB.swift")],
       path: "Tools/BenchObjects",
       swiftSettings: strict
     ),

@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -253,7 +254,7 @@ def main():
         sync = importlib.import_module("bench-sync")
         hub = sync.postgres_hub(args.docsync, args.postgres, args.postgres_ca)
         env = sync.ENV
-        database = hub.split("/")[-1].split("?")[0]
+        database = urllib.parse.urlsplit(hub).path.lstrip("/")
 
         def hub_size():
             return int(run("psql", args.postgres, "-Atc",
