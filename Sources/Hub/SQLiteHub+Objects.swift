@@ -1,4 +1,3 @@
-import CSodium
 import Foundation
 import GRDB
 
@@ -55,7 +54,7 @@ extension SQLiteHub: ObjectStore {
     let now = Int64(Date().timeIntervalSince1970)
     let rows = objects.map { object in
       (
-        id: Data(object.id), data: Data(object.data), check: Data(Self.check(object.data)),
+        id: Data(object.id), data: Data(object.data), check: Data(ObjectCheck.of(object.data)),
         refs: object.references.isEmpty ? nil : Data(object.references.joined())
       )
     }
@@ -100,7 +99,7 @@ extension SQLiteHub: ObjectStore {
     var result: [[UInt8]: [UInt8]] = [:]
     var damaged: [(id: [UInt8], check: [UInt8])] = []
     for object in stored {
-      if Self.check(object.data) == object.check {
+      if ObjectCheck.matches(object.data, object.check) {
         result[object.id] = object.data
       } else {
         damaged.append((object.id, object.check))
@@ -114,7 +113,7 @@ extension SQLiteHub: ObjectStore {
             let row = try Row.fetchOne(
               db, sql: #"SELECT data, "check" FROM objects WHERE id = ?"#,
               arguments: [Data(object.id)]),
-            Self.check(Array(row["data"] as Data)) != Array(row["check"] as Data)
+            !ObjectCheck.matches(Array(row["data"] as Data), Array(row["check"] as Data))
           else { continue }
           try db.execute(sql: "DELETE FROM objects WHERE id = ?", arguments: [Data(object.id)])
           try db.execute(
@@ -182,20 +181,5 @@ extension SQLiteHub: ObjectStore {
         arguments: StatementArguments(Array(batch)))
     }
     return doomed.count
-  }
-
-  /// sodium_init picks the fastest BLAKE2b this processor runs; once per process.
-  private static let sodiumReady = sodium_init() >= 0
-
-  /// A 64-bit BLAKE2b of stored bytes: finds damage to the hub's own copy (a failing disk, not
-  /// an adversary: the device checks every object against its id, which only it can compute)
-  /// at about twice SHA-256's speed here, in 8 bytes an object.
-  static func check(_ bytes: [UInt8]) -> [UInt8] {
-    precondition(sodiumReady)
-    // BLAKE2b's shortest output is 16 bytes; the first 8 of it are the check.
-    var out = [UInt8](repeating: 0, count: 16)
-    let status = crypto_generichash_blake2b(&out, 16, bytes, UInt64(bytes.count), nil, 0)
-    precondition(status == 0)
-    return Array(out.prefix(8))
   }
 }
