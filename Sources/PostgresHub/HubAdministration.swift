@@ -73,24 +73,34 @@ public struct HubAdministration: Sendable {
     }
     let accountRole = "docsync_account_\(account)"
     try await withConnection { connection in
+      // The schema steps commit by themselves; then the account, the role, its password and
+      // its membership commit together, before the administrator is told the device exists.
       try await Migrations.run(on: connection)
-      let others = try await Self.accounts(of: role, connection).filter { $0 != accountRole }
-      if !others.isEmpty {
-        throw HubError.invalidLocation(
-          "role \(role) is a device of \(others.joined(separator: ", ")) already: remove it first")
+      try await connection.inTransaction(logger: Connections.logger) { connection in
+        try await Self.addRole(role, to: accountRole, password: password, connection)
       }
-      for statement in [
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(accountRole)') "
-          + "THEN CREATE ROLE \(accountRole) NOLOGIN; END IF; END $$",
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') "
-          + "THEN CREATE ROLE \(role) LOGIN; END IF; END $$",
-        // ALTER ROLE takes no parameters, so the password would travel in the statement's
-        // text, where the server's log may keep it: it goes as a SCRAM verifier instead.
-        "ALTER ROLE \(role) LOGIN PASSWORD '\(Self.passwordLiteral(password))'",
-        "GRANT \(accountRole) TO \(role)",
-      ] {
-        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Connections.logger)
-      }
+    }
+  }
+
+  private static func addRole(
+    _ role: String, to accountRole: String, password: String, _ connection: PostgresConnection
+  ) async throws {
+    let others = try await Self.accounts(of: role, connection).filter { $0 != accountRole }
+    if !others.isEmpty {
+      throw HubError.invalidLocation(
+        "role \(role) is a device of \(others.joined(separator: ", ")) already: remove it first")
+    }
+    for statement in [
+      "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(accountRole)') "
+        + "THEN CREATE ROLE \(accountRole) NOLOGIN; END IF; END $$",
+      "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') "
+        + "THEN CREATE ROLE \(role) LOGIN; END IF; END $$",
+      // ALTER ROLE takes no parameters, so the password would travel in the statement's
+      // text, where the server's log may keep it: it goes as a SCRAM verifier instead.
+      "ALTER ROLE \(role) LOGIN PASSWORD '\(Self.passwordLiteral(password))'",
+      "GRANT \(accountRole) TO \(role)",
+    ] {
+      try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Connections.logger)
     }
   }
 
@@ -101,11 +111,13 @@ public struct HubAdministration: Sendable {
       throw .invalidLocation("\"\(role)\" is not a device role name")
     }
     try await withConnection { connection in
-      guard try await !Self.accounts(of: role, connection).isEmpty else {
-        throw HubError.invalidLocation("\(role) is not a device of any docsync account")
+      try await connection.inTransaction(logger: Connections.logger) { connection in
+        guard try await !Self.accounts(of: role, connection).isEmpty else {
+          throw HubError.invalidLocation("\(role) is not a device of any docsync account")
+        }
+        try await connection.query(
+          PostgresQuery(unsafeSQL: "DROP ROLE \(role)"), logger: Connections.logger)
       }
-      try await connection.query(
-        PostgresQuery(unsafeSQL: "DROP ROLE \(role)"), logger: Connections.logger)
     }
   }
 

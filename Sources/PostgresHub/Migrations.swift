@@ -64,8 +64,7 @@ enum Migrations {
 
   private static func apply(on connection: PostgresConnection) async throws {
     let logger = Connections.logger
-    try await connection.query("BEGIN", logger: logger)
-    do {
+    try await connection.inTransaction(logger: logger) { connection in
       // Two devices that open a new hub at once: the second waits here, then finds the steps
       // applied.
       try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
@@ -86,10 +85,6 @@ enum Migrations {
           "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))",
           logger: logger)
       }
-      try await connection.query("COMMIT", logger: logger)
-    } catch {
-      _ = try? await connection.query("ROLLBACK", logger: logger)
-      throw error
     }
   }
 

@@ -12,7 +12,7 @@ extension PostgresHub {
   public func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {
     if try await hasBlob(hash: hash) { return }
     let upload = UUID()
-    try await withConnection { connection -> Void in
+    try await withTransaction { connection -> Void in
       // Uploads abandoned a day ago or more by a device that lost its connection (the
       // discard below needs the connection that just failed), every few minutes.
       if self.uploadSweepIsDue() {
@@ -33,7 +33,9 @@ extension PostgresHub {
         hasher.update(data: chunk)
         let chunkHash = Array(SHA256.hash(data: chunk))
         let chunkIndex = index
-        try await withConnection { connection -> Void in
+        // Committed before the next: a chunk whose insert was lost while the pool went on
+        // with a new connection would leave a named blob with a hole in it.
+        try await withTransaction { connection -> Void in
           try await connection.query(
             """
             INSERT INTO docsync.chunks (upload, index, hash, data) VALUES (
@@ -49,7 +51,7 @@ extension PostgresHub {
           "the file's SHA-256 is \(hexString(digest)), not the \(hexString(hash)) it was put under")
       }
       let size = offset
-      let stored = try await withConnection { connection -> Bool in
+      let stored = try await withTransaction { connection -> Bool in
         let rows = try await connection.query(
           """
           INSERT INTO docsync.blobs (hash, size, upload)
@@ -130,7 +132,7 @@ extension PostgresHub {
   }
 
   private func discard(upload: UUID) async throws(HubError) {
-    try await withConnection { connection -> Void in
+    try await withTransaction { connection -> Void in
       try await connection.query(
         "SELECT docsync.discard_upload(\(upload))", logger: Connections.logger)
     }

@@ -10,7 +10,9 @@ extension PostgresHub: ObjectStore {
   public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
     guard !ids.isEmpty else { return [] }
     try HubObject.check(ids: ids)
-    return try await withConnection { connection in
+    // A write: the objects it finds are touched, so that the sweep leaves them to the records
+    // about to name them.
+    return try await withTransaction { connection in
       let rows = try await connection.query(
         "SELECT docsync.missing_objects(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])",
         logger: Connections.logger)
@@ -84,7 +86,7 @@ extension PostgresHub: ObjectStore {
       }
     }
     for id in damaged {
-      try await withConnection { connection in
+      try await withTransaction { connection in
         let rows = try await connection.query(
           "SELECT docsync.report_damaged_object(\(ByteBuffer(bytes: id)))",
           logger: Connections.logger)

@@ -58,11 +58,8 @@ extension PostgresHub {
   /// Step 11's append: the checks first, outside any transaction, then
   /// `docsync.append_records`, which takes the head lock, looks again for ids another device
   /// appended since, and inserts the rest. It runs in a transaction of its own that the
-  /// device commits at once: the lock is held for the call and one round trip. Not as a
-  /// statement that commits by itself: postgres-nio reports a statement done at its
-  /// CommandComplete, before the implicit commit that follows, so a server stopped in between
-  /// (`pg_ctl stop -m fast` in Tools/bench-many-devices.sh) lost an append that the device had
-  /// been told was made; an explicit COMMIT answers only once the commit is durable.
+  /// device commits at once (``withTransaction(answerWithin:_:)``, as every write does): the
+  /// lock is held for the call and one round trip.
   private func appendHoldingTheHeadBriefly(_ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]])
     async throws(HubError)
   {

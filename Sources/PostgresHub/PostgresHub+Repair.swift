@@ -6,7 +6,7 @@ import PostgresNIO
 
 extension PostgresHub {
   public func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
-    try await withConnection { connection -> BlobCondition in
+    try await withTransaction { connection -> BlobCondition in
       let rows = try await connection.query(
         "SELECT docsync.report_damaged_blob(\(ByteBuffer(bytes: hash)))",
         logger: Connections.logger)

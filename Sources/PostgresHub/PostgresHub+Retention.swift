@@ -17,7 +17,7 @@ extension PostgresHub {
   }
 
   public func setRetention(_ serialized: String) async throws(HubError) {
-    try await withConnection { connection in
+    try await withTransaction { connection in
       let rows = try await connection.query(
         "SELECT docsync.set_retention(\(serialized))", logger: Connections.logger)
       for try await _ in rows {}
@@ -26,7 +26,7 @@ extension PostgresHub {
 
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await withConnection { connection in
+    try await withTransaction { connection in
       let rows = try await connection.query(
         "SELECT docsync.prune_records(\(ids.map { ByteBuffer(bytes: $0) }))",
         logger: Connections.logger)
@@ -36,7 +36,7 @@ extension PostgresHub {
 
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await withConnection { connection in
+    try await withTransaction { connection in
       let rows = try await connection.query(
         "SELECT docsync.forget_records(\(ids.map { ByteBuffer(bytes: $0) }))",
         logger: Connections.logger)

@@ -82,10 +82,15 @@ public final class PostgresHub: Hub {
   /// The notification channel of the connected role's account: a random name that only the
   /// account's roles can read.
   static func accountChannel(_ connection: PostgresConnection) async throws -> String {
-    let rows = try await connection.query(
-      "SELECT docsync.notify_channel()", logger: Connections.logger)
-    var found: String?
-    for try await channel in rows.decode(String?.self) { found = found ?? channel }
+    // The first look of an account makes its channel: a write, whose name every device's
+    // notifications are then sent to.
+    let found = try await connection.inTransaction(logger: Connections.logger) { connection in
+      let rows = try await connection.query(
+        "SELECT docsync.notify_channel()", logger: Connections.logger)
+      var found: String?
+      for try await channel in rows.decode(String?.self) { found = found ?? channel }
+      return found
+    }
     guard let found else { throw HubError.noAccount }
     return found
   }
@@ -99,7 +104,10 @@ public final class PostgresHub: Hub {
     return found
   }
 
-  /// Runs `body` on a connection of the pool. An answer that does not come within `limit`
+  /// Runs `body` on a connection of the pool: for statements that change nothing on the server;
+  /// a write goes through ``withTransaction(answerWithin:_:)``, since a statement outside a
+  /// transaction is not yet durable when postgres-nio says it is done. An answer that does
+  /// not come within `limit`
   /// (``answerWithin`` when nil), or that cannot come because the server closed the
   /// connection, ends in ``HubError/unreachable(_:)``: postgres-nio itself would wait until
   /// TCP gives up in the one case, and was seen to wait for good in the other.
@@ -136,20 +144,17 @@ public final class PostgresHub: Hub {
     }
   }
 
-  /// Runs `body` in a transaction, rolled back when it throws.
+  /// Runs `body` on a connection of the pool in a transaction that is committed before this
+  /// returns (``PostgresConnection/inTransaction(logger:_:)``), rolled back when it throws.
+  /// Every statement that changes anything on the server goes through here, reads too when
+  /// they touch a row (`docsync.missing_objects` keeps the objects it finds from the sweep):
+  /// what it returns, a device may rely on after the server stopped.
   func withTransaction<T: Sendable>(
+    answerWithin limit: Duration? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
-    try await withConnection { connection in
-      try await connection.query("BEGIN", logger: Connections.logger)
-      do {
-        let value = try await body(connection)
-        try await connection.query("COMMIT", logger: Connections.logger)
-        return value
-      } catch {
-        _ = try? await connection.query("ROLLBACK", logger: Connections.logger)
-        throw error
-      }
+    try await withConnection(answerWithin: limit) { connection in
+      try await connection.inTransaction(logger: Connections.logger, body)
     }
   }
 }
