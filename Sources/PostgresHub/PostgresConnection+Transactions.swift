@@ -1,4 +1,3 @@
-import Logging
 import PostgresNIO
 
 extension PostgresConnection {
@@ -14,16 +13,14 @@ extension PostgresConnection {
   /// finishes a transaction statement before it sends its CommandComplete
   /// (`exec_execute_message` in postgres.c). PostgresHubTests' acknowledgedWritesSurviveAStop
   /// holds every commit back with a deferred trigger and stops the server meanwhile.
-  func inTransaction<T>(
-    logger: Logger, _ body: (PostgresConnection) async throws -> T
-  ) async throws -> T {
-    try await query("BEGIN", logger: logger)
+  func inTransaction<T>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    try await run("BEGIN")
     do {
       let value = try await body(self)
-      try await query("COMMIT", logger: logger)
+      try await run("COMMIT")
       return value
     } catch {
-      _ = try? await query("ROLLBACK", logger: logger)
+      _ = try? await run("ROLLBACK")
       throw error
     }
   }
