@@ -43,7 +43,11 @@ struct DurableWrite: Sendable {
   init(_ kind: Kind, on cluster: PrivatePostgresCluster) async throws {
     self.kind = kind
     admin = cluster.admin
-    guard case .location(let location, let environment) = try cluster.newLibraryHub(),
+    nonisolated(unsafe) let cluster = cluster
+    guard
+      case .location(let location, let environment) = try await offThePool({
+        try cluster.newLibraryHub()
+      }),
       var components = URLComponents(string: location)
     else { throw HubError.invalidLocation("the private cluster made no hub location") }
     components.password = environment["PGPASSWORD"]

@@ -17,7 +17,10 @@ struct PostgresDurabilityTests {
   @Test(.timeLimit(.minutes(5)))
   func acknowledgedWritesSurviveAStop() async throws {
     try TestEnvironment.require(programs: ["psql"])
-    let cluster = try PrivatePostgresCluster()
+    // Used by this test alone, one step at a time, on threads of its own or the test's.
+    nonisolated(unsafe) let cluster = try await offThePool {
+      UncheckedCluster(try PrivatePostgresCluster())
+    }.cluster
     defer { cluster.remove() }
     var writes: [DurableWrite] = []
     for kind in DurableWrite.Kind.allCases {
@@ -39,10 +42,10 @@ struct PostgresDurabilityTests {
     }
     let held = try await cluster.admin.waitForSleepers(writes.count, within: .seconds(60))
     #expect(held == writes.count, "only \(held) of \(writes.count) writes reached their commit")
-    try cluster.stop()
+    try await offThePool { try cluster.stop() }
     var outcomes: [Result<Void, any Error>] = []
     for task in pending { outcomes.append(await task.value) }
-    try cluster.start()
+    try await offThePool { try cluster.start() }
     for (write, outcome) in zip(writes, outcomes) {
       let present = try await write.isPresent(write.hub())
       switch outcome {
@@ -58,8 +61,10 @@ struct PostgresDurabilityTests {
       try await write.holdCommits(false)
       try await write.run(write.hub())
     }
-    try cluster.stop()
-    try cluster.start()
+    try await offThePool {
+      try cluster.stop()
+      try cluster.start()
+    }
     for write in writes {
       #expect(try await write.isPresent(write.hub()), "\(write.kind) lost after a stop")
     }
@@ -69,7 +74,10 @@ struct PostgresDurabilityTests {
   /// which take no trigger); they commit together, and a device added or removed stays so.
   @Test(.timeLimit(.minutes(3)))
   func addedAndRemovedDevicesSurviveAStop() async throws {
-    let cluster = try PrivatePostgresCluster()
+    // Used by this test alone, one step at a time, on threads of its own or the test's.
+    nonisolated(unsafe) let cluster = try await offThePool {
+      UncheckedCluster(try PrivatePostgresCluster())
+    }.cluster
     defer { cluster.remove() }
     let database = PostgresTestCluster.uniqueName("durable")
     try await cluster.admin.query("CREATE DATABASE \(database)")
@@ -79,8 +87,10 @@ struct PostgresDurabilityTests {
     try await admin.addDevice(account: account, role: kept, password: "kept-pw")
     try await admin.addDevice(account: account, role: gone, password: "gone-pw")
     try await admin.removeDevice(role: gone)
-    try cluster.stop()
-    try cluster.start()
+    try await offThePool {
+      try cluster.stop()
+      try cluster.start()
+    }
     let devices = try await admin.accounts().first { $0.name == account }?.devices
     #expect(devices == [kept])
     let hub = try PostgresHub(

@@ -203,10 +203,10 @@ struct PostgresHubTests {
   @Test func forgettingReachesOnlyTheCallersAccount() async throws {
     let database = try await PostgresTestCluster.createDatabase()
     let xDevice = PostgresTestCluster.uniqueName("x")
-    let xURL = try PostgresTestCluster.createAccount(
+    let xURL = try await PostgresTestCluster.createAccount(
       database: database, account: PostgresTestCluster.uniqueName("x"), device: xDevice,
       password: "x-pw")
-    let yURL = try PostgresTestCluster.createAccount(
+    let yURL = try await PostgresTestCluster.createAccount(
       database: database, account: PostgresTestCluster.uniqueName("y"),
       device: PostgresTestCluster.uniqueName("y"), password: "y-pw")
     let yHub = try PostgresHub(location: yURL)
@@ -606,14 +606,14 @@ struct PostgresHubTests {
     #expect(reason.contains("an administrator upgrades it"), "\(reason)")
 
     // The administrator's documented way applies the missing step (and sets the password).
-    _ = try PostgresTestCluster.createAccount(
+    _ = try await PostgresTestCluster.createAccount(
       database: database, account: account, device: device, password: "old-pw")
     let after = try PostgresHub(location: deviceURL)
     #expect(try await allRecords(after) == [old])
     #expect(try await fetchBlob(after, blob) == content)
     try await after.append([makeRecord("after the upgrade")])
     let newcomer = try PostgresHub(
-      location: try PostgresTestCluster.createAccount(
+      location: try await PostgresTestCluster.createAccount(
         database: database, account: account, device: PostgresTestCluster.uniqueName("new"),
         password: "new-pw"))
     #expect(try await allRecords(newcomer) == [old, makeRecord("after the upgrade")])

@@ -12,15 +12,16 @@ import Testing
 /// `PostgresConnection.rows`, which does not wait for a consumer between batches.
 @Suite("PostgresHub reads cut off by the server", .enabled(if: PostgresTestCluster.isEnabled))
 struct PostgresRowStreamTests {
-  /// Pages of this many records, of 4 KiB each: 16 MB, which the server sends over many reads
+  /// Pages of this many records, of 4 KiB each: 12 MB, which the server sends over many reads
   /// and, when the reader falls behind, waits to send (wait event ClientWrite).
-  static let pageSize = 4_000
+  static let pageSize = 3_000
+  static let rounds = 8
 
   @Test(.timeLimit(.minutes(5)), arguments: ["disable", "verify-full"])
   func aReadCutOffMidStreamFailsAndTheProcessLivesOn(_ sslMode: String) async throws {
     let database = try await PostgresTestCluster.createDatabase()
     let device = PostgresTestCluster.uniqueName("reader")
-    var url = try PostgresTestCluster.createAccount(
+    var url = try await PostgresTestCluster.createAccount(
       database: database, account: PostgresTestCluster.uniqueName("acct"), device: device,
       password: "pw", sslMode: sslMode)
     if sslMode == "verify-full" {
@@ -36,7 +37,7 @@ struct PostgresRowStreamTests {
     }
 
     var cutOff = 0
-    for round in 0..<12 {
+    for round in 0..<Self.rounds {
       let reader = try PostgresHub(location: url)
       _ = try await reader.records(after: .start, limit: 1)
       let read = Task { try await reader.records(after: .start, limit: Self.pageSize) }
@@ -59,7 +60,7 @@ struct PostgresRowStreamTests {
       #expect(try await reader.records(after: .start, limit: 1).records.count == 1)
     }
     #expect(cutOff > 0, "no read was cut off mid-stream: the test proves nothing")
-    print("\(sslMode): \(cutOff) of 12 reads cut off mid-stream, none trapped")
+    print("\(sslMode): \(cutOff) of \(Self.rounds) reads cut off mid-stream, none trapped")
   }
 
   /// Terminates the server process of `role`'s page read (as `pg_ctl stop -m fast` does every
