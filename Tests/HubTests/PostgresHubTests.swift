@@ -81,8 +81,8 @@ struct PostgresHubTests {
   /// limit has passed, and an idle device's look for changes gives up sooner; the hub answers
   /// again on a new connection once the server does. The expectations below bound the hub's
   /// waits; the time limit only catches a hang. It is not one minute: in a run of every hub
-  /// test the test's own database waits behind every other test's CREATE DATABASE, and the
-  /// whole test took 57 to 65 s there (8 s alone), on main as well.
+  /// test, which make their databases and accounts at the same time as this one, the whole
+  /// test took 49 to 69 s (8 s alone), on main as well.
   @Test(.timeLimit(.minutes(3)))
   func aServerThatStopsAnsweringIsUnreachableWithinTheLimit() async throws {
     let (url, database) = try await PostgresTestCluster.freshHubURL()
