@@ -73,24 +73,34 @@ public struct HubAdministration: Sendable {
     }
     let accountRole = "docsync_account_\(account)"
     try await withConnection { connection in
+      // The schema steps commit by themselves; then the account, the role, its password and
+      // its membership commit together, before the administrator is told the device exists.
       try await Migrations.run(on: connection)
-      let others = try await Self.accounts(of: role, connection).filter { $0 != accountRole }
-      if !others.isEmpty {
-        throw HubError.invalidLocation(
-          "role \(role) is a device of \(others.joined(separator: ", ")) already: remove it first")
+      try await connection.inTransaction { connection in
+        try await Self.addRole(role, to: accountRole, password: password, connection)
       }
-      for statement in [
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(accountRole)') "
-          + "THEN CREATE ROLE \(accountRole) NOLOGIN; END IF; END $$",
-        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') "
-          + "THEN CREATE ROLE \(role) LOGIN; END IF; END $$",
-        // ALTER ROLE takes no parameters, so the password would travel in the statement's
-        // text, where the server's log may keep it: it goes as a SCRAM verifier instead.
-        "ALTER ROLE \(role) LOGIN PASSWORD '\(Self.passwordLiteral(password))'",
-        "GRANT \(accountRole) TO \(role)",
-      ] {
-        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: Connections.logger)
-      }
+    }
+  }
+
+  private static func addRole(
+    _ role: String, to accountRole: String, password: String, _ connection: PostgresConnection
+  ) async throws {
+    let others = try await Self.accounts(of: role, connection).filter { $0 != accountRole }
+    if !others.isEmpty {
+      throw HubError.invalidLocation(
+        "role \(role) is a device of \(others.joined(separator: ", ")) already: remove it first")
+    }
+    for statement in [
+      "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(accountRole)') "
+        + "THEN CREATE ROLE \(accountRole) NOLOGIN; END IF; END $$",
+      "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '\(role)') "
+        + "THEN CREATE ROLE \(role) LOGIN; END IF; END $$",
+      // ALTER ROLE takes no parameters, so the password would travel in the statement's
+      // text, where the server's log may keep it: it goes as a SCRAM verifier instead.
+      "ALTER ROLE \(role) LOGIN PASSWORD '\(Self.passwordLiteral(password))'",
+      "GRANT \(accountRole) TO \(role)",
+    ] {
+      try await connection.run(PostgresQuery(unsafeSQL: statement))
     }
   }
 
@@ -101,18 +111,20 @@ public struct HubAdministration: Sendable {
       throw .invalidLocation("\"\(role)\" is not a device role name")
     }
     try await withConnection { connection in
-      guard try await !Self.accounts(of: role, connection).isEmpty else {
-        throw HubError.invalidLocation("\(role) is not a device of any docsync account")
+      try await connection.inTransaction { connection in
+        guard try await !Self.accounts(of: role, connection).isEmpty else {
+          throw HubError.invalidLocation("\(role) is not a device of any docsync account")
+        }
+        try await connection.run(
+          PostgresQuery(unsafeSQL: "DROP ROLE \(role)"))
       }
-      try await connection.query(
-        PostgresQuery(unsafeSQL: "DROP ROLE \(role)"), logger: Connections.logger)
     }
   }
 
   /// Every account, with its device roles and how many records its library holds here.
   public func accounts() async throws(HubError) -> [Account] {
     try await withConnection { connection in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT substr(a.rolname, 17)::text,
           coalesce(array_agg(d.rolname::text ORDER BY d.rolname)
@@ -123,9 +135,9 @@ public struct HubAdministration: Sendable {
         LEFT JOIN pg_roles AS d ON d.oid = m.member AND d.rolcanlogin
         WHERE a.rolname LIKE 'docsync\\_account\\_%' AND NOT a.rolcanlogin
         GROUP BY a.rolname ORDER BY a.rolname
-        """, logger: Connections.logger)
+        """)
       var result: [Account] = []
-      for try await (name, devices, records) in rows.decode((String, [String], Int).self) {
+      for (name, devices, records) in try rows.decode((String, [String], Int).self) {
         result.append(Account(name: name, devices: devices, records: records))
       }
       return result
@@ -164,15 +176,15 @@ public struct HubAdministration: Sendable {
   static func accounts(of role: String, _ connection: PostgresConnection) async throws
     -> [String]
   {
-    let rows = try await connection.query(
+    let rows = try await connection.rows(
       """
       SELECT a.rolname::text FROM pg_roles AS a
       JOIN pg_auth_members AS m ON m.roleid = a.oid
       JOIN pg_roles AS d ON d.oid = m.member
       WHERE d.rolname = \(role) AND a.rolname LIKE 'docsync\\_account\\_%'
-      """, logger: Connections.logger)
+      """)
     var names: [String] = []
-    for try await name in rows.decode(String.self) { names.append(name) }
+    for name in try rows.decode(String.self) { names.append(name) }
     return names
   }
 

@@ -63,44 +63,36 @@ enum Migrations {
   }
 
   private static func apply(on connection: PostgresConnection) async throws {
-    let logger = Connections.logger
-    try await connection.query("BEGIN", logger: logger)
-    do {
+    try await connection.inTransaction { connection in
       // Two devices that open a new hub at once: the second waits here, then finds the steps
       // applied.
-      try await connection.query("SELECT pg_advisory_xact_lock(\(lockKey))", logger: logger)
-      try await connection.query("CREATE SCHEMA IF NOT EXISTS docsync", logger: logger)
-      try await connection.query(
+      try await connection.run("SELECT pg_advisory_xact_lock(\(lockKey))")
+      try await connection.run("CREATE SCHEMA IF NOT EXISTS docsync")
+      try await connection.run(
         """
         CREATE TABLE IF NOT EXISTS docsync.migrations (
           version integer PRIMARY KEY, name text NOT NULL,
           applied timestamptz NOT NULL DEFAULT now())
-        """, logger: logger)
+        """)
       let applied = try await appliedVersion(connection)
       for step in steps where step.version > applied {
         // postgres-nio speaks the extended protocol, one statement per query.
         for statement in statements(of: String(decoding: step.sql, as: UTF8.self)) {
-          try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+          try await connection.run(PostgresQuery(unsafeSQL: statement))
         }
-        try await connection.query(
-          "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))",
-          logger: logger)
+        try await connection.run(
+          "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))")
       }
-      try await connection.query("COMMIT", logger: logger)
-    } catch {
-      _ = try? await connection.query("ROLLBACK", logger: logger)
-      throw error
     }
   }
 
   static func appliedVersion(_ connection: PostgresConnection) async throws -> Int {
-    let exists = try await connection.query(
-      "SELECT to_regclass('docsync.migrations') IS NOT NULL", logger: Connections.logger)
-    for try await present in exists.decode(Bool.self) where !present { return 0 }
-    let rows = try await connection.query(
-      "SELECT coalesce(max(version), 0)::bigint FROM docsync.migrations",
-      logger: Connections.logger)
-    for try await version in rows.decode(Int.self) { return version }
+    let exists = try await connection.rows(
+      "SELECT to_regclass('docsync.migrations') IS NOT NULL")
+    for present in try exists.decode(Bool.self) where !present { return 0 }
+    let rows = try await connection.rows(
+      "SELECT coalesce(max(version), 0)::bigint FROM docsync.migrations")
+    for version in try rows.decode(Int.self) { return version }
     return 0
   }
 

@@ -12,15 +12,14 @@ extension PostgresHub {
   public func putBlob(hash: [UInt8], from fileDescriptor: Int32) async throws(HubError) {
     if try await hasBlob(hash: hash) { return }
     let upload = UUID()
-    try await withConnection { connection -> Void in
+    try await withTransaction { connection -> Void in
       // Uploads abandoned a day ago or more by a device that lost its connection (the
       // discard below needs the connection that just failed), every few minutes.
       if self.uploadSweepIsDue() {
-        try await connection.query("SELECT docsync.sweep_uploads()", logger: Connections.logger)
+        try await connection.run("SELECT docsync.sweep_uploads()")
       }
-      try await connection.query(
-        "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))",
-        logger: Connections.logger)
+      try await connection.run(
+        "INSERT INTO docsync.uploads (id, hash) VALUES (\(upload), \(ByteBuffer(bytes: hash)))")
     }
     do throws(HubError) {
       var hasher = SHA256()
@@ -33,12 +32,14 @@ extension PostgresHub {
         hasher.update(data: chunk)
         let chunkHash = Array(SHA256.hash(data: chunk))
         let chunkIndex = index
-        try await withConnection { connection -> Void in
-          try await connection.query(
+        // Committed before the next: a chunk whose insert was lost while the pool went on
+        // with a new connection would leave a named blob with a hole in it.
+        try await withTransaction { connection -> Void in
+          try await connection.run(
             """
             INSERT INTO docsync.chunks (upload, index, hash, data) VALUES (
               \(upload), \(chunkIndex), \(ByteBuffer(bytes: chunkHash)), \(ByteBuffer(bytes: chunk)))
-            """, logger: Connections.logger)
+            """)
         }
         offset += Int64(chunk.count)
         index += 1
@@ -49,16 +50,14 @@ extension PostgresHub {
           "the file's SHA-256 is \(hexString(digest)), not the \(hexString(hash)) it was put under")
       }
       let size = offset
-      let stored = try await withConnection { connection -> Bool in
-        let rows = try await connection.query(
+      let stored = try await withTransaction { connection -> Bool in
+        let rows = try await connection.rows(
           """
           INSERT INTO docsync.blobs (hash, size, upload)
           VALUES (\(ByteBuffer(bytes: hash)), \(size), \(upload))
           ON CONFLICT DO NOTHING RETURNING true
-          """, logger: Connections.logger)
-        var inserted = false
-        for try await _ in rows { inserted = true }
-        return inserted
+          """)
+        return !rows.isEmpty
       }
       // Another device completed the same blob first; its copy is as good as ours.
       if !stored { try await discard(upload: upload) }
@@ -70,24 +69,24 @@ extension PostgresHub {
 
   public func hasBlob(hash: [UInt8]) async throws(HubError) -> Bool {
     try await withConnection { connection -> Bool in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT EXISTS (SELECT 1 FROM docsync.blobs
           WHERE account = docsync.current_account() AND hash = \(ByteBuffer(bytes: hash)))
-        """, logger: Connections.logger)
-      for try await exists in rows.decode(Bool.self) { return exists }
+        """)
+      for exists in try rows.decode(Bool.self) { return exists }
       return false
     }
   }
 
   public func fetchBlob(hash: [UInt8], to fileDescriptor: Int32) async throws(HubError) {
     let stored = try await withConnection { connection -> (size: Int64, upload: UUID)? in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT size, upload FROM docsync.blobs
         WHERE account = docsync.current_account() AND hash = \(ByteBuffer(bytes: hash))
-        """, logger: Connections.logger)
-      for try await (size, upload) in rows.decode((Int64, UUID).self) { return (size, upload) }
+        """)
+      for (size, upload) in try rows.decode((Int64, UUID).self) { return (size, upload) }
       return nil
     }
     guard let stored else { throw .missingBlob(hash) }
@@ -98,12 +97,12 @@ extension PostgresHub {
     while true {
       let chunkIndex = index
       let row = try await withConnection { connection -> (ByteBuffer, ByteBuffer)? in
-        let rows = try await connection.query(
+        let rows = try await connection.rows(
           """
           SELECT hash, data FROM docsync.chunks
           WHERE upload = \(stored.upload) AND index = \(chunkIndex)
-          """, logger: Connections.logger)
-        for try await row in rows.decode((ByteBuffer, ByteBuffer).self) { return row }
+          """)
+        for row in try rows.decode((ByteBuffer, ByteBuffer).self) { return row }
         return nil
       }
       guard let (chunkHash, data) = row else { break }
@@ -130,9 +129,9 @@ extension PostgresHub {
   }
 
   private func discard(upload: UUID) async throws(HubError) {
-    try await withConnection { connection -> Void in
-      try await connection.query(
-        "SELECT docsync.discard_upload(\(upload))", logger: Connections.logger)
+    try await withTransaction { connection -> Void in
+      try await connection.run(
+        "SELECT docsync.discard_upload(\(upload))")
     }
   }
 

@@ -8,10 +8,10 @@ extension PostgresHub {
   public func serverClock() async throws(HubError) -> Double {
     try await withConnection(answerWithin: .seconds(15)) { connection in
       // clock_timestamp(), not now(): now() is the start of the transaction.
-      let rows = try await connection.query(
-        "SELECT extract(epoch FROM clock_timestamp())::float8", logger: Connections.logger)
+      let rows = try await connection.rows(
+        "SELECT extract(epoch FROM clock_timestamp())::float8")
       var seconds = 0.0
-      for try await value in rows.decode(Double.self) { seconds = value }
+      for value in try rows.decode(Double.self) { seconds = value }
       return seconds
     }
   }

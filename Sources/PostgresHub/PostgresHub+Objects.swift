@@ -10,12 +10,13 @@ extension PostgresHub: ObjectStore {
   public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
     guard !ids.isEmpty else { return [] }
     try HubObject.check(ids: ids)
-    return try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT docsync.missing_objects(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])",
-        logger: Connections.logger)
+    // A write: the objects it finds are touched, so that the sweep leaves them to the records
+    // about to name them.
+    return try await withTransaction { connection in
+      let rows = try await connection.rows(
+        "SELECT docsync.missing_objects(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])")
       var missing: [[UInt8]] = []
-      for try await id in rows.decode(ByteBuffer.self) {
+      for id in try rows.decode(ByteBuffer.self) {
         missing.append(Array(id.readableBytesView))
       }
       return missing
@@ -42,13 +43,12 @@ extension PostgresHub: ObjectStore {
           earlier.insert(object.id)
         }
       }
-      let rows = try await connection.query(
+      try await connection.run(
         """
         SELECT docsync.put_objects(\(objects.map { ByteBuffer(bytes: $0.id) })::bytea[],
           \(objects.map { ByteBuffer(bytes: $0.data) })::bytea[],
           \(objects.map { ByteBuffer(bytes: $0.references.joined()) })::bytea[])
-        """, logger: Connections.logger)
-      for try await _ in rows {}
+        """)
     }
   }
 
@@ -56,14 +56,14 @@ extension PostgresHub: ObjectStore {
     guard !ids.isEmpty else { return [:] }
     try HubObject.check(ids: ids)
     let stored = try await withConnection { connection in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT id, data, "check" FROM docsync.objects
         WHERE account = docsync.current_account()
           AND id = ANY(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])
-        """, logger: Connections.logger)
+        """)
       var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
-      for try await (id, data, check) in rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
+      for (id, data, check) in try rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
         found.append(
           (
             Array(id.readableBytesView), Array(data.readableBytesView),
@@ -84,11 +84,9 @@ extension PostgresHub: ObjectStore {
       }
     }
     for id in damaged {
-      try await withConnection { connection in
-        let rows = try await connection.query(
-          "SELECT docsync.report_damaged_object(\(ByteBuffer(bytes: id)))",
-          logger: Connections.logger)
-        for try await _ in rows {}
+      try await withTransaction { connection in
+        try await connection.run(
+          "SELECT docsync.report_damaged_object(\(ByteBuffer(bytes: id)))")
       }
     }
     return result
@@ -96,13 +94,13 @@ extension PostgresHub: ObjectStore {
 
   public func wantedObjects() async throws(HubError) -> [[UInt8]] {
     try await withConnection { connection in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT id FROM docsync.wanted_objects WHERE account = docsync.current_account()
         ORDER BY id
-        """, logger: Connections.logger)
+        """)
       var wanted: [[UInt8]] = []
-      for try await id in rows.decode(ByteBuffer.self) {
+      for id in try rows.decode(ByteBuffer.self) {
         wanted.append(Array(id.readableBytesView))
       }
       return wanted
@@ -112,13 +110,13 @@ extension PostgresHub: ObjectStore {
   static func storedObjectIDs(_ ids: [ByteBuffer], _ connection: PostgresConnection) async throws
     -> Set<[UInt8]>
   {
-    let rows = try await connection.query(
+    let rows = try await connection.rows(
       """
       SELECT id FROM docsync.objects
       WHERE account = docsync.current_account() AND id = ANY(\(ids)::bytea[])
-      """, logger: Connections.logger)
+      """)
     var found: Set<[UInt8]> = []
-    for try await id in rows.decode(ByteBuffer.self) { found.insert(Array(id.readableBytesView)) }
+    for id in try rows.decode(ByteBuffer.self) { found.insert(Array(id.readableBytesView)) }
     return found
   }
 }

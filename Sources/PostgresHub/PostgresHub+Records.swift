@@ -27,11 +27,9 @@ extension PostgresHub {
     // Three statements for the whole batch, where one record took three: a push of 10,000
     // small files was 30,000 round trips here.
     try await withTransaction { connection in
-      let logger = Connections.logger
       // Take the head lock first, so that checking for known ids and inserting are one step
       // with respect to other writers of the account.
-      let head = try await connection.query("SELECT docsync.lock_head()", logger: logger)
-      for try await _ in head {}
+      try await connection.run("SELECT docsync.lock_head()")
       let fresh = try await Self.unknown(batch, payloads, connection)
       guard !fresh.isEmpty else { return }
       if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
@@ -40,7 +38,7 @@ extension PostgresHub {
       // Every hash named is a stored blob's, so 32 bytes: each record's hashes travel joined
       // (a bytea[][] must be rectangular) and are cut apart again here. Rows go in in the
       // batch's order, which is the order their seqs are given in.
-      try await connection.query(
+      try await connection.run(
         """
         INSERT INTO docsync.records (id, payload, blobs)
         SELECT i, p, ARRAY(
@@ -51,18 +49,15 @@ extension PostgresHub {
           \(fresh.map { ByteBuffer(bytes: $0.blobs.flatMap { $0 }) })::bytea[])
           WITH ORDINALITY AS t (i, p, b, n)
         ORDER BY n
-        """, logger: logger)
+        """)
     }
   }
 
   /// Step 11's append: the checks first, outside any transaction, then
   /// `docsync.append_records`, which takes the head lock, looks again for ids another device
   /// appended since, and inserts the rest. It runs in a transaction of its own that the
-  /// device commits at once: the lock is held for the call and one round trip. Not as a
-  /// statement that commits by itself: postgres-nio reports a statement done at its
-  /// CommandComplete, before the implicit commit that follows, so a server stopped in between
-  /// (`pg_ctl stop -m fast` in Tools/bench-many-devices.sh) lost an append that the device had
-  /// been told was made; an explicit COMMIT answers only once the commit is durable.
+  /// device commits at once (``withTransaction(answerWithin:_:)``, as every write does): the
+  /// lock is held for the call and one round trip.
   private func appendHoldingTheHeadBriefly(_ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]])
     async throws(HubError)
   {
@@ -76,13 +71,12 @@ extension PostgresHub {
     guard !fresh.isEmpty else { return }
     try await withTransaction { connection in
       do {
-        let rows = try await connection.query(
+        try await connection.run(
           """
           SELECT docsync.append_records(\(fresh.map { ByteBuffer(bytes: $0.id) })::bytea[],
             \(fresh.map { ByteBuffer(bytes: $0.payload) })::bytea[],
             \(fresh.map { ByteBuffer(bytes: $0.blobs.flatMap { $0 }) })::bytea[])
-          """, logger: Connections.logger)
-        for try await _ in rows {}
+          """)
       } catch let error as PSQLError {
         switch error.serverInfo?[.sqlState] {
         case "DS001":
@@ -92,7 +86,7 @@ extension PostgresHub {
             "record \(id) is already in the hub with a different payload")
         case "23503":
           // A blob or object named went (pruned or forgotten) since the look above: say which.
-          try await connection.query("ROLLBACK", logger: Connections.logger)
+          try await connection.run("ROLLBACK")
           if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
             throw HubError.missingBlob(missing)
           }
@@ -109,14 +103,14 @@ extension PostgresHub {
   static func unknown(
     _ batch: [HubRecord], _ payloads: [[UInt8]: [UInt8]], _ connection: PostgresConnection
   ) async throws -> [HubRecord] {
-    let known = try await connection.query(
+    let known = try await connection.rows(
       """
       SELECT id, payload FROM docsync.records
       WHERE account = docsync.current_account()
         AND id = ANY(\(batch.map { ByteBuffer(bytes: $0.id) })::bytea[])
-      """, logger: Connections.logger)
+      """)
     var stored: Set<[UInt8]> = []
-    for try await (id, payload) in known.decode((ByteBuffer, ByteBuffer).self) {
+    for (id, payload) in try known.decode((ByteBuffer, ByteBuffer).self) {
       let id = Array(id.readableBytesView)
       guard Array(payload.readableBytesView) == payloads[id] else { throw Self.forged(id) }
       stored.insert(id)
@@ -168,15 +162,15 @@ extension PostgresHub {
     guard limit > 0 else { throw .failed("a page of records needs a positive limit, not \(limit)") }
     let after = try Self.sequence(of: cursor)
     return try await withConnection { connection in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT seq, id, payload, blobs FROM docsync.records
         WHERE account = docsync.current_account() AND seq > \(after)
         ORDER BY seq LIMIT \(limit)
-        """, logger: Connections.logger)
+        """)
       var records: [HubRecord] = []
       var last = after
-      for try await (seq, id, payload, blobs) in rows.decode(
+      for (seq, id, payload, blobs) in try rows.decode(
         (Int64, ByteBuffer, ByteBuffer, [ByteBuffer]).self)
       {
         records.append(
@@ -223,12 +217,12 @@ extension PostgresHub {
   private func hasRecords(after seq: Int64) async throws(HubError) -> Bool {
     // The look an idle device makes every second: the first to find a dead connection.
     try await withConnection(answerWithin: answerWithin / 4) { connection in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT EXISTS (SELECT 1 FROM docsync.records
           WHERE account = docsync.current_account() AND seq > \(seq))
-        """, logger: Connections.logger)
-      for try await exists in rows.decode(Bool.self) { return exists }
+        """)
+      for exists in try rows.decode(Bool.self) { return exists }
       return false
     }
   }

@@ -6,11 +6,10 @@ import PostgresNIO
 
 extension PostgresHub {
   public func reportDamagedBlob(hash: [UInt8]) async throws(HubError) -> BlobCondition {
-    try await withConnection { connection -> BlobCondition in
-      let rows = try await connection.query(
-        "SELECT docsync.report_damaged_blob(\(ByteBuffer(bytes: hash)))",
-        logger: Connections.logger)
-      for try await condition in rows.decode(String.self) {
+    try await withTransaction { connection -> BlobCondition in
+      let rows = try await connection.rows(
+        "SELECT docsync.report_damaged_blob(\(ByteBuffer(bytes: hash)))")
+      for condition in try rows.decode(String.self) {
         return BlobCondition(rawValue: condition) ?? .unknown
       }
       return .unknown
@@ -19,12 +18,12 @@ extension PostgresHub {
 
   public func wantedBlobs() async throws(HubError) -> [[UInt8]] {
     try await withConnection { connection -> [[UInt8]] in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT hash FROM docsync.wanted WHERE account = docsync.current_account() ORDER BY hash
-        """, logger: Connections.logger)
+        """)
       var hashes: [[UInt8]] = []
-      for try await hash in rows.decode(ByteBuffer.self) {
+      for hash in try rows.decode(ByteBuffer.self) {
         hashes.append(Array(hash.readableBytesView))
       }
       return hashes

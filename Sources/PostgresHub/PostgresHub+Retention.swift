@@ -8,39 +8,34 @@ import PostgresNIO
 extension PostgresHub {
   public func retention() async throws(HubError) -> String? {
     try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT docsync.retention()", logger: Connections.logger)
+      let rows = try await connection.rows(
+        "SELECT docsync.retention()")
       var value: String?
-      for try await stored in rows.decode(String?.self) { value = stored }
+      for stored in try rows.decode(String?.self) { value = stored }
       return value
     }
   }
 
   public func setRetention(_ serialized: String) async throws(HubError) {
-    try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT docsync.set_retention(\(serialized))", logger: Connections.logger)
-      for try await _ in rows {}
+    try await withTransaction { connection in
+      try await connection.run(
+        "SELECT docsync.set_retention(\(serialized))")
     }
   }
 
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT docsync.prune_records(\(ids.map { ByteBuffer(bytes: $0) }))",
-        logger: Connections.logger)
-      for try await _ in rows {}
+    try await withTransaction { connection in
+      try await connection.run(
+        "SELECT docsync.prune_records(\(ids.map { ByteBuffer(bytes: $0) }))")
     }
   }
 
   public func forget(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
-    try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT docsync.forget_records(\(ids.map { ByteBuffer(bytes: $0) }))",
-        logger: Connections.logger)
-      for try await _ in rows {}
+    try await withTransaction { connection in
+      try await connection.run(
+        "SELECT docsync.forget_records(\(ids.map { ByteBuffer(bytes: $0) }))")
     }
   }
 
@@ -50,12 +45,11 @@ extension PostgresHub {
     }
     let after = try Self.sequence(of: cursor)
     return try await withConnection { connection in
-      let rows = try await connection.query(
-        "SELECT seq, id, forgotten FROM docsync.erasures_after(\(after), \(Int32(limit)))",
-        logger: Connections.logger)
+      let rows = try await connection.rows(
+        "SELECT seq, id, forgotten FROM docsync.erasures_after(\(after), \(Int32(limit)))")
       var erasures: [Erasure] = []
       var last = after
-      for try await (seq, id, forgotten) in rows.decode((Int64, ByteBuffer, Bool).self) {
+      for (seq, id, forgotten) in try rows.decode((Int64, ByteBuffer, Bool).self) {
         erasures.append(
           Erasure(id: Array(id.readableBytesView), kind: forgotten ? .forgotten : .released))
         last = seq

@@ -30,41 +30,40 @@ extension PostgresHub {
       let uploads = fresh.map { _ in UUID() }
       let keys = fresh.map { ByteBuffer(bytes: $0.key) }
       let sizes = fresh.map { Int64($0.value.count) }
-      try await connection.query(
+      try await connection.run(
         """
         INSERT INTO docsync.uploads (id, hash)
         SELECT * FROM unnest(\(uploads)::uuid[], \(keys)::bytea[])
-        """, logger: Connections.logger)
+        """)
       // A blob of one chunk: the chunk's hash is the blob's. An empty blob has no chunk.
       let filled = fresh.indices.filter { !fresh[$0].value.isEmpty }
       if !filled.isEmpty {
         let chunkUploads = filled.map { uploads[$0] }
         let chunkKeys = filled.map { keys[$0] }
         let data = filled.map { ByteBuffer(bytes: fresh[$0].value) }
-        try await connection.query(
+        try await connection.run(
           """
           INSERT INTO docsync.chunks (upload, index, hash, data)
           SELECT u, 0, h, d FROM unnest(\(chunkUploads)::uuid[], \(chunkKeys)::bytea[],
             \(data)::bytea[]) AS t (u, h, d)
-          """, logger: Connections.logger)
+          """)
       }
       // Naming a blob ends the hub's want of it (the blob trigger of schema step 3).
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         INSERT INTO docsync.blobs (hash, size, upload)
         SELECT h, s, u FROM unnest(\(keys)::bytea[], \(sizes)::int8[], \(uploads)::uuid[])
           AS t (h, s, u)
         ORDER BY h
         ON CONFLICT DO NOTHING RETURNING upload
-        """, logger: Connections.logger)
+        """)
       var named: Set<UUID> = []
-      for try await upload in rows.decode(UUID.self) { named.insert(upload) }
+      for upload in try rows.decode(UUID.self) { named.insert(upload) }
       // Another device completed the same blob first; its copy is as good as ours.
       let beaten = uploads.filter { !named.contains($0) }
       if !beaten.isEmpty {
-        try await connection.query(
-          "SELECT docsync.discard_upload(u) FROM unnest(\(beaten)::uuid[]) AS t (u)",
-          logger: Connections.logger)
+        try await connection.run(
+          "SELECT docsync.discard_upload(u) FROM unnest(\(beaten)::uuid[]) AS t (u)")
       }
     }
     return Set(checked.keys)
@@ -79,16 +78,16 @@ extension PostgresHub {
     // One statement for the page: every chunk of every blob asked for, in order. A stored blob
     // is immutable, so one statement sees each whole.
     let chunks = try await withConnection { connection -> [SmallBlobChunk] in
-      let rows = try await connection.query(
+      let rows = try await connection.rows(
         """
         SELECT b.hash, b.size, c.index, c.data
         FROM docsync.blobs AS b LEFT JOIN docsync.chunks AS c ON c.upload = b.upload
         WHERE b.account = docsync.current_account() AND b.hash = ANY(\(keys)::bytea[])
           AND b.size <= \(limit)
         ORDER BY b.hash, c.index
-        """, logger: Connections.logger)
+        """)
       var found: [SmallBlobChunk] = []
-      for try await (hash, size, index, data) in rows.decode(
+      for (hash, size, index, data) in try rows.decode(
         (ByteBuffer, Int64, Int32?, ByteBuffer?).self)
       {
         found.append(
@@ -133,13 +132,13 @@ extension PostgresHub {
   static func storedHashes(_ keys: [ByteBuffer], _ connection: PostgresConnection) async throws
     -> Set<[UInt8]>
   {
-    let rows = try await connection.query(
+    let rows = try await connection.rows(
       """
       SELECT hash FROM docsync.blobs
       WHERE account = docsync.current_account() AND hash = ANY(\(keys)::bytea[])
-      """, logger: Connections.logger)
+      """)
     var found: Set<[UInt8]> = []
-    for try await hash in rows.decode(ByteBuffer.self) {
+    for hash in try rows.decode(ByteBuffer.self) {
       found.insert(Array(hash.readableBytesView))
     }
     return found

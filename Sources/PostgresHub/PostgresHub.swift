@@ -82,24 +82,32 @@ public final class PostgresHub: Hub {
   /// The notification channel of the connected role's account: a random name that only the
   /// account's roles can read.
   static func accountChannel(_ connection: PostgresConnection) async throws -> String {
-    let rows = try await connection.query(
-      "SELECT docsync.notify_channel()", logger: Connections.logger)
-    var found: String?
-    for try await channel in rows.decode(String?.self) { found = found ?? channel }
+    // The first look of an account makes its channel: a write, whose name every device's
+    // notifications are then sent to.
+    let found = try await connection.inTransaction { connection in
+      let rows = try await connection.rows(
+        "SELECT docsync.notify_channel()")
+      var found: String?
+      for channel in try rows.decode(String?.self) { found = found ?? channel }
+      return found
+    }
     guard let found else { throw HubError.noAccount }
     return found
   }
 
   /// The account of the connected role, nil when it belongs to none.
   static func account(_ connection: PostgresConnection) async throws -> String? {
-    let rows = try await connection.query(
-      "SELECT docsync.current_account()::text", logger: Connections.logger)
+    let rows = try await connection.rows(
+      "SELECT docsync.current_account()::text")
     var found: String?
-    for try await account in rows.decode(String?.self) { found = found ?? account }
+    for account in try rows.decode(String?.self) { found = found ?? account }
     return found
   }
 
-  /// Runs `body` on a connection of the pool. An answer that does not come within `limit`
+  /// Runs `body` on a connection of the pool: for statements that change nothing on the server;
+  /// a write goes through ``withTransaction(answerWithin:_:)``, since a statement outside a
+  /// transaction is not yet durable when postgres-nio says it is done. An answer that does
+  /// not come within `limit`
   /// (``answerWithin`` when nil), or that cannot come because the server closed the
   /// connection, ends in ``HubError/unreachable(_:)``: postgres-nio itself would wait until
   /// TCP gives up in the one case, and was seen to wait for good in the other.
@@ -126,8 +134,13 @@ public final class PostgresHub: Hub {
     } catch {
       let hubError = HubError(postgres: error, location: location.description)
       // A connection that failed for any reason but a refused statement may be mid-transaction
-      // or broken: close it rather than hand it to the next caller.
-      if case .server = (error as? PSQLError)?.code, !connection.isClosed {
+      // or broken: close it rather than hand it to the next caller. So is one the server
+      // ended with a FATAL error (a stop, pg_terminate_backend): it closes the connection
+      // next, which postgres-nio may not have seen yet, and the next caller failed on it
+      // after every restart of the server (PostgresRowStreamTests).
+      if let refused = error as? PSQLError, case .server = refused.code,
+        !["FATAL", "PANIC"].contains(refused.serverInfo?[.severity]), !connection.isClosed
+      {
         await connections.giveBack(connection)
       } else {
         closeInBackground(connection)
@@ -136,20 +149,17 @@ public final class PostgresHub: Hub {
     }
   }
 
-  /// Runs `body` in a transaction, rolled back when it throws.
+  /// Runs `body` on a connection of the pool in a transaction that is committed before this
+  /// returns (``PostgresConnection/inTransaction(_:)``), rolled back when it throws.
+  /// Every statement that changes anything on the server goes through here, reads too when
+  /// they touch a row (`docsync.missing_objects` keeps the objects it finds from the sweep):
+  /// what it returns, a device may rely on after the server stopped.
   func withTransaction<T: Sendable>(
+    answerWithin limit: Duration? = nil,
     _ body: @escaping @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
-    try await withConnection { connection in
-      try await connection.query("BEGIN", logger: Connections.logger)
-      do {
-        let value = try await body(connection)
-        try await connection.query("COMMIT", logger: Connections.logger)
-        return value
-      } catch {
-        _ = try? await connection.query("ROLLBACK", logger: Connections.logger)
-        throw error
-      }
+    try await withConnection(answerWithin: limit) { connection in
+      try await connection.inTransaction(body)
     }
   }
 }
@@ -293,18 +303,27 @@ extension HubError {
       self = .invalidLocation("\(location): cannot start TLS: \(underlying)")
     case .connectionError:
       self =
-        (error.underlying is NIOSSLError || error.underlying is BoringSSLError)
+        Self.isTLSFailure(error.underlying)
         ? .invalidLocation("\(location): TLS failed: \(underlying)")
         : .unreachable("cannot connect to \(location): \(underlying)")
     case .authMechanismRequiresPassword:
       self = .invalidLocation(
         "\(location): the server asks for a password; set PGPASSWORD or add it to ~/.pgpass")
     default:
-      if error.underlying is NIOSSLError || error.underlying is BoringSSLError {
+      if Self.isTLSFailure(error.underlying) {
         self = .invalidLocation("\(location): TLS failed: \(underlying)")
       } else {
         self = .unreachable("\(location): \(underlying)")
       }
     }
+  }
+
+  /// Whether `underlying` says TLS itself failed (a certificate, a handshake), which a person
+  /// must fix, rather than the connection: a ragged EOF (`uncleanShutdown`, the server gone
+  /// without a close_notify, as at every stop of it) is the network's, and the server may
+  /// come back.
+  static func isTLSFailure(_ underlying: (any Error)?) -> Bool {
+    if case .uncleanShutdown = underlying as? NIOSSLError { return false }
+    return underlying is NIOSSLError || underlying is BoringSSLError
   }
 }

@@ -84,31 +84,34 @@ enum PostgresTestCluster {
     let database = try await createDatabase()
     let xDevice = uniqueName("x")
     let yAccount = uniqueName("y")
-    let xURL = try createAccount(
+    let xURL = try await createAccount(
       database: database, account: uniqueName("x"), device: xDevice, password: "x-pw")
-    let yURL = try createAccount(
+    let yURL = try await createAccount(
       database: database, account: yAccount, device: uniqueName("y"), password: "y-pw")
     return (database, xDevice, yAccount, xURL, yURL)
   }
 
   /// Runs `docsync hub add-device`, the administrator's documented way, and returns the
-  /// device's hub URL.
+  /// device's hub URL. The command is waited for off the shared threads (``offThePool(_:)``):
+  /// every PostgreSQL test makes an account, and all of them at once held those threads.
   static func createAccount(
     database: String, account: String, device: String, password: String,
     sslMode: String = "disable"
-  ) throws -> String {
+  ) async throws -> String {
     let admin = try admin
     let tls =
       certificateAuthority.map { "sslmode=verify-full&sslrootcert=\($0)" } ?? "sslmode=disable"
     // posix_spawn (MountHarness's `run`), not Foundation's Process: Process.run() in Swift
     // 6.3.1 over-reads a `dirent` of /proc/self/fd and crashed the whole test run (SIGSEGV in
     // memmove; swift-corelibs-foundation PR #5472).
-    let result = try run(
-      [
-        try docsyncBinary(), "hub", "add-device",
-        "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)?\(tls)",
-        account, device,
-      ], env: ["DOCSYNC_DEVICE_PASSWORD": password])
+    let command = [
+      try docsyncBinary(), "hub", "add-device",
+      "postgres://\(admin.user):\(admin.password ?? "")@\(admin.host):\(admin.port)/\(database)?\(tls)",
+      account, device,
+    ]
+    let result = try await offThePool {
+      try run(command, env: ["DOCSYNC_DEVICE_PASSWORD": password])
+    }
     guard result.status == 0 else { throw AccountFailed(output: result.stdout + result.stderr) }
     return "postgres://\(device):\(password)@\(admin.host):\(admin.port)/\(database)"
       + "?sslmode=\(sslMode)"
@@ -137,7 +140,7 @@ enum PostgresTestCluster {
   ) {
     let database = try await createDatabase()
     let device = uniqueName("dev")
-    let url = try createAccount(
+    let url = try await createAccount(
       database: database, account: uniqueName("acct"), device: device, password: password)
     return (database, device, url)
   }
