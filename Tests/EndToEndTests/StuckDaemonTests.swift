@@ -98,16 +98,21 @@ struct StuckDaemonTests {
     return stuck
   }
 
+  /// A device with a synced file, unmounted, whose state the killed, stuck stand-in holds.
+  private func stuckLaptop(_ library: Library) throws -> (Device, Stuck) {
+    let a = try library.device("laptop")
+    try write(a.path("kept.txt"), "kept\n")
+    try a.sync()
+    try a.unmount()
+    return (a, try stuckMount(of: a))
+  }
+
   @Test(
     "docsync unmount ends a killed daemon stuck in its own mount, and the folder mounts again",
     .needs("python3"), .docsyncOnly)
   func unmountEndsAStuckDaemon() throws {
     try Library.with(programs: ["python3"]) { library in
-      let a = try library.device("laptop")
-      try write(a.path("kept.txt"), "kept\n")
-      try a.sync()
-      try a.unmount()
-      let stuck = try stuckMount(of: a)
+      let (a, stuck) = try stuckLaptop(library)
       defer { stuck.release() }
       let unmounted = try run(
         [try MountFixture.docsyncBinary(), "unmount", a.mountPoint], env: a.environment,
@@ -128,11 +133,7 @@ struct StuckDaemonTests {
     .needs("python3"), .docsyncOnly)
   func mountEndsAStuckDaemon() throws {
     try Library.with(programs: ["python3"]) { library in
-      let a = try library.device("laptop")
-      try write(a.path("kept.txt"), "kept\n")
-      try a.sync()
-      try a.unmount()
-      let stuck = try stuckMount(of: a)
+      let (a, stuck) = try stuckLaptop(library)
       defer { stuck.release() }
       // A person who found the mount dead and let it go lazily: the process still holds the
       // state folder.

@@ -5,8 +5,6 @@ import Glibc
 import SyncEngine
 import Testing
 
-import func MountHarness.run
-
 /// A local blob damaged by one flipped byte (DESIGN.md §2, invariant 5): a conflict version
 /// that uses it reads as the right bytes or as an error, never as wrong bytes, and the blob is
 /// fetched again.
@@ -108,20 +106,5 @@ struct DamagedHubBlobTests {
     #expect(try sqlite(hub, "SELECT count(*) FROM wanted") == "0\n")
     await a.stop()
     await b.stop()
-  }
-
-  private func hexOf(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
-  }
-
-  /// Runs `sql` on the hub file with the sqlite3 program, from outside the hub, as a damaged
-  /// disk or a meddling tool would; returns what it printed.
-  @discardableResult
-  private func sqlite(_ database: String, _ sql: String) throws -> String {
-    // posix_spawn, not Foundation's Process, whose run() in Swift 6.3.1 over-reads a `dirent`
-    // and can crash the test run (swift-corelibs-foundation PR #5472).
-    let result = try run(["/usr/bin/sqlite3", database, sql])
-    guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
-    return result.stdout
   }
 }

@@ -4,8 +4,6 @@ import Foundation
 import SyncEngine
 import Testing
 
-import func MountHarness.run
-
 /// A chunk damaged in the hub, by one flipped byte: the hub drops it and lists its id as
 /// wanted; the device that needs it says so, tries again less and less often, and fetches at
 /// once when a device that has the content puts it again.
@@ -66,18 +64,5 @@ struct DamagedHubChunkTests {
     #expect(try sqlite(hub, "SELECT count(*) FROM wanted_objects") == "0\n")
     await a.stop()
     await b.stop()
-  }
-
-  private func hexOf(_ bytes: [UInt8]) -> String {
-    bytes.map { String(format: "%02x", $0) }.joined()
-  }
-
-  /// Runs `sql` on the hub file with the sqlite3 program, from outside the hub, as a damaged
-  /// disk or a meddling tool would; returns what it printed.
-  @discardableResult
-  private func sqlite(_ database: String, _ sql: String) throws -> String {
-    let result = try run(["/usr/bin/sqlite3", database, sql])
-    guard result.status == 0 else { throw CocoaError(.fileWriteUnknown) }
-    return result.stdout
   }
 }
