@@ -275,7 +275,11 @@ extension HubError {
       self = .unreachable("\(location): \(oneLine(String(describing: error)))")
       return
     }
-    let underlying = error.underlying.map { oneLine(String(describing: $0)) } ?? "\(error.code)"
+    // An unexpected message names itself only in the error's reflection.
+    let underlying =
+      error.underlying.map { oneLine(String(describing: $0)) }
+      ?? (error.code == .unexpectedBackendMessage
+        ? oneLine(String(reflecting: error)) : "\(error.code)")
     switch error.code {
     case .server:
       let state = error.serverInfo?[.sqlState] ?? ""

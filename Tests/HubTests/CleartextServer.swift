@@ -11,37 +11,33 @@ import Synchronization
 /// `dropping` connections it closes at once, as a server that is restarting or a network that
 /// resets does.
 final class CleartextServer: Sendable {
-  let port: Int
-  private let socket: Int32
-  private let received = Mutex<[String]>([])
+  private let listener: LoopbackListener
+  private let received: Received
+
+  var port: Int { listener.port }
 
   /// The passwords clients sent.
-  var passwords: [String] { received.withLock { $0 } }
+  var passwords: [String] { received.passwords.withLock { $0 } }
+
+  /// What the serving thread shares with the test: the server itself is not kept alive by it.
+  private final class Received: Sendable {
+    let passwords = Mutex<[String]>([])
+    let clients = Mutex(0)
+  }
 
   init(dropping: Int = 0) throws {
-    (socket, port) = try LoopbackListener.open()
-    let listening = self.socket
-    Thread.detachNewThread { [self] in
-      var dropped = 0
-      while true {
-        let client = accept(listening, nil, nil)
-        if client < 0 { return }
-        if dropped < dropping {
-          dropped += 1
-        } else {
-          serve(client)
-        }
-        close(client)
+    let received = Received()
+    self.received = received
+    listener = try LoopbackListener { client in
+      let drop = received.clients.withLock { count in
+        defer { count += 1 }
+        return count < dropping
       }
+      if !drop { Self.serve(client, recording: received) }
     }
   }
 
-  deinit {
-    shutdown(socket, Int32(SHUT_RDWR))
-    close(socket)
-  }
-
-  private func serve(_ client: Int32) {
+  private static func serve(_ client: Int32, recording received: Received) {
     // The startup packet, after an SSLRequest answered with 'N' when the client sends one.
     guard var startup = readPacket(client, typed: false) else { return }
     if startup.count == 4 && startup == [0x04, 0xd2, 0x16, 0x2f] {
@@ -54,7 +50,7 @@ final class CleartextServer: Sendable {
     _ = request.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
     guard let password = readPacket(client, typed: true) else { return }
     let text = String(decoding: password.prefix { $0 != 0 }, as: UTF8.self)
-    received.withLock { $0.append(text) }
+    received.passwords.withLock { $0.append(text) }
     var fields: [UInt8] = []
     for (code, value) in [
       ("S", "FATAL"), ("V", "FATAL"), ("C", "28P01"),
@@ -78,7 +74,7 @@ final class CleartextServer: Sendable {
 
   /// One protocol message's body: a type byte first when `typed`, then a big-endian length
   /// that counts itself.
-  private func readPacket(_ client: Int32, typed: Bool) -> [UInt8]? {
+  private static func readPacket(_ client: Int32, typed: Bool) -> [UInt8]? {
     guard let header = readExactly(client, typed ? 5 : 4) else { return nil }
     let lengthBytes = typed ? Array(header[1...4]) : header
     let length = lengthBytes.reduce(0) { $0 << 8 | Int($1) }
@@ -86,7 +82,7 @@ final class CleartextServer: Sendable {
     return readExactly(client, length - 4)
   }
 
-  private func readExactly(_ client: Int32, _ count: Int) -> [UInt8]? {
+  private static func readExactly(_ client: Int32, _ count: Int) -> [UInt8]? {
     var buffer = [UInt8](repeating: 0, count: count)
     var done = 0
     while done < count {

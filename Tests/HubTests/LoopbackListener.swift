@@ -4,11 +4,22 @@ import Foundation
   import Glibc
 #endif
 
-/// A listening TCP socket on 127.0.0.1 at a port the kernel picks: what the stand-in servers
-/// of these tests accept their clients on.
-enum LoopbackListener {
-  static func open() throws -> (socket: Int32, port: Int) {
-    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+/// A listening TCP socket on 127.0.0.1 at a port the kernel picks, served by a thread of its
+/// own: what the stand-in servers of these tests accept their clients on.
+///
+/// The serving thread alone closes the socket. Its owner only shuts it down, which ends the
+/// thread's `accept`: a close by the owner would free the descriptor's number while the thread
+/// may be about to call `accept` on it, and the next socket the process opens (another test's
+/// server) would get that number, so this thread would take that server's clients.
+final class LoopbackListener: Sendable {
+  let port: Int
+  private let socket: Int32
+
+  /// Listens, and hands each client to `serve` on one thread, one at a time; the client's
+  /// socket is closed after `serve` returns.
+  init(serve: @escaping @Sendable (Int32) -> Void) throws {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    guard socket >= 0 else { throw POSIXError(.EMFILE) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -24,6 +35,27 @@ enum LoopbackListener {
       close(socket)
       throw POSIXError(.EADDRINUSE)
     }
-    return (socket, Int(UInt16(bigEndian: address.sin_port)))
+    self.socket = socket
+    port = Int(UInt16(bigEndian: address.sin_port))
+    Thread.detachNewThread {
+      while true {
+        let client = accept(socket, nil, nil)
+        if client < 0 {
+          if errno == EINTR { continue }
+          break
+        }
+        // Glibc's accept4 is not visible to Swift; a child started in between keeps the
+        // client open only until it execs.
+        _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+        serve(client)
+        close(client)
+      }
+      close(socket)
+    }
+  }
+
+  /// Stops listening: nothing listens at `port` once this returns, and the serving thread ends.
+  deinit {
+    shutdown(socket, Int32(SHUT_RDWR))
   }
 }

@@ -957,33 +957,22 @@ func runPsql(url: String, sql: String) async throws {
 
 func unusedPort() throws -> Int {
   let server = try NoTLSServer()
-  return server.port  // closed when it goes away; nothing listens there afterwards
+  return server.port  // shut down when it goes away; nothing listens there afterwards
 }
 
 /// A loopback listener that answers a PostgreSQL SSLRequest with 'N', as a server without TLS.
 final class NoTLSServer: Sendable {
-  let port: Int
-  private let socket: Int32
+  private let listener: LoopbackListener
+
+  var port: Int { listener.port }
 
   init() throws {
-    (socket, port) = try LoopbackListener.open()
-    let listening = self.socket
-    Thread.detachNewThread {
-      while true {
-        let client = accept(listening, nil, nil)
-        if client < 0 { return }
-        var request = [UInt8](repeating: 0, count: 8)
-        _ = read(client, &request, 8)
-        _ = write(client, "N", 1)
-        var rest = [UInt8](repeating: 0, count: 512)
-        _ = read(client, &rest, 512)
-        close(client)
-      }
+    listener = try LoopbackListener { client in
+      var request = [UInt8](repeating: 0, count: 8)
+      _ = read(client, &request, 8)
+      _ = write(client, "N", 1)
+      var rest = [UInt8](repeating: 0, count: 512)
+      _ = read(client, &rest, 512)
     }
-  }
-
-  deinit {
-    shutdown(socket, Int32(SHUT_RDWR))
-    close(socket)
   }
 }
