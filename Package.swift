@@ -25,6 +25,8 @@ let package = Package(
     ),
     .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
     .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
+    .systemLibrary(
+      name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
     // The I/O hooks that let libfuse 3.14 use FUSE passthrough, which it predates.
     .target(name: "CFuseIO", dependencies: ["CFuse"]),
     .target(
@@ -57,7 +59,7 @@ let package = Package(
     .target(
       name: "Hub",
       dependencies: [
-        "CSodium",
+        "CSodium", "CXXHash",
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
       ],
