@@ -166,7 +166,9 @@ let package = Package(
     .testTarget(
       name: "DocumentModelTests", dependencies: ["DocumentModel", "ContentModel"],
       swiftSettings: strict),
-    .testTarget(name: "ContentModelTests", dependencies: ["ContentModel"], swiftSettings: strict),
+    .testTarget(
+      name: "ContentModelTests", dependencies: ["ContentModel", "DocumentModel"],
+      swiftSettings: strict),
     .testTarget(
       name: "HubTests",
       dependencies: [

@@ -1,10 +1,12 @@
+import DocumentModel
+
 /// Finds the chunks a byte range of a version's content needs, walking its manifest tree from
 /// the root and loading only the nodes on the way (what a read of part of a file that is not
 /// on this device fetches, and what a download of a whole file lists).
 public struct ContentWalk {
-  public let root: ContentRef
+  public let root: ContentRoot
 
-  public init(root: ContentRef) { self.root = root }
+  public init(root: ContentRoot) { self.root = root }
 
   /// The chunks that overlap `range` (clamped to the content), in order, each with the offset
   /// in the content at which it starts. `node` gives the checked node an entry names at a
@@ -14,7 +16,7 @@ public struct ContentWalk {
     node: (ManifestEntry, UInt8) throws(E) -> ManifestNode
   ) throws(E) -> [(entry: ManifestEntry, start: UInt64)] {
     let wanted = min(range.lowerBound, root.size)..<min(range.upperBound, root.size)
-    let top = ManifestEntry(id: root.id, size: root.size)
+    let top = ManifestEntry(id: root.object, size: root.size)
     if root.height == 0 { return wanted.isEmpty && root.size > 0 ? [] : [(top, UInt64(0))] }
     guard !wanted.isEmpty else { return [] }
     var result: [(entry: ManifestEntry, start: UInt64)] = []

@@ -1,3 +1,5 @@
+import DocumentModel
+
 /// Builds the manifest tree over a version's chunks.
 ///
 /// Each level is cut where an entry's id ends in six zero bits (about 64 entries a node, at
@@ -23,7 +25,7 @@ public struct ManifestBuilder: Sendable {
     precondition(!chunks.isEmpty, "empty content is one chunk of no bytes")
     if chunks.count == 1 {
       return ManifestTree(
-        root: ContentRef(id: chunks[0].id, height: 0, size: chunks[0].size), nodes: [])
+        root: ContentRoot(id: chunks[0].id, height: 0, size: chunks[0].size), nodes: [])
     }
     var nodes: [(id: ObjectID, node: ManifestNode, encoded: [UInt8])] = []
     var level = chunks
@@ -61,7 +63,7 @@ public struct ManifestBuilder: Sendable {
       }
       if above.count == 1 {
         return ManifestTree(
-          root: ContentRef(id: above[0].id, height: height, size: above[0].size), nodes: nodes)
+          root: ContentRoot(id: above[0].id, height: height, size: above[0].size), nodes: nodes)
       }
       level = above
       height += 1

@@ -11,7 +11,7 @@ public struct ChunkList: Sendable {
   public let tree: ManifestTree
 
   /// The manifest's root: what a record names.
-  public var root: ContentRef { tree.root }
+  public var root: ContentRoot { tree.root }
 
   /// How this device cuts and names content (a plain library: unkeyed ids).
   public static let hasher = ObjectHasher()
@@ -20,9 +20,6 @@ public struct ChunkList: Sendable {
     self.entries = entries
     tree = ManifestBuilder(hasher: Self.hasher).build(chunks: entries)
   }
-
-  /// What a record names.
-  public var contentRoot: ContentRoot { ContentRoot(root) }
 
   /// Each chunk and where it starts in the content.
   public var placed: [(entry: ManifestEntry, offset: UInt64)] {
@@ -51,7 +48,7 @@ public struct ChunkList: Sendable {
 
   /// A stored list, if it is whole and its chunks build the root it was stored with.
   public init?(root encodedRoot: [UInt8], entries encoded: [UInt8]) {
-    guard let root = try? ContentRef(decoding: encodedRoot), !encoded.isEmpty,
+    guard let root = try? ContentRoot(decoding: encodedRoot), !encoded.isEmpty,
       encoded.count % 36 == 0
     else { return nil }
     var entries: [ManifestEntry] = []
@@ -66,13 +63,4 @@ public struct ChunkList: Sendable {
     self.init(entries: entries)
     guard self.root == root else { return nil }
   }
-}
-
-extension ContentRoot {
-  /// The record's form of a manifest's root.
-  public init(_ ref: ContentRef) {
-    self.init(id: ref.id.digest, height: ref.height, size: ref.size)
-  }
-
-  public var ref: ContentRef { ContentRef(id: ObjectID(id), height: height, size: size) }
 }

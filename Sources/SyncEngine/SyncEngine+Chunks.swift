@@ -52,7 +52,7 @@ extension SyncEngine {
     guard objectStore != nil, let list = storedChunkList(hash), list.root.size == size else {
       return nil
     }
-    return list.contentRoot
+    return list.root
   }
 
   /// The chunk list of content this device holds: kept, or cut again from the content and
@@ -84,10 +84,10 @@ extension SyncEngine {
     for record in batch {
       guard let root = record.chunks, case .file(let hash, _, _) = record.content else { continue }
       if contents[hash] != nil {
-        if contents[hash]!.list.contentRoot == root { contents[hash]!.versions.append(record.id) }
+        if contents[hash]!.list.root == root { contents[hash]!.versions.append(record.id) }
         continue
       }
-      guard let list = chunkList(of: hash, preferring: record.path), list.contentRoot == root
+      guard let list = chunkList(of: hash, preferring: record.path), list.root == root
       else {
         logger.error("cannot read the content of \(record.path) as its version names it")
         continue

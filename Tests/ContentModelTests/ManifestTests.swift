@@ -1,4 +1,5 @@
 import ContentModel
+import DocumentModel
 import Testing
 
 @Suite struct ManifestTests {
@@ -13,7 +14,7 @@ import Testing
   @Test func oneChunkIsItsOwnReference() {
     let chunk = syntheticChunks(1, seed: 1)[0]
     let tree = ManifestBuilder().build(chunks: [chunk])
-    #expect(tree.root == ContentRef(id: chunk.id, height: 0, size: chunk.size))
+    #expect(tree.root == ContentRoot(id: chunk.id, height: 0, size: chunk.size))
     #expect(tree.nodes.isEmpty)
   }
 
@@ -28,7 +29,7 @@ import Testing
         ? node.entries : node.entries.flatMap { leaves($0.id, height: height - 1) }
     }
     #expect(tree.root.height >= 2 && tree.root.height <= 4)
-    #expect(leaves(tree.root.id, height: tree.root.height) == chunks)
+    #expect(leaves(tree.root.object, height: tree.root.height) == chunks)
     #expect(tree.root.size == chunks.reduce(0) { $0 + $1.size })
     for (id, node, encoded) in tree.nodes {
       #expect(node.entries.count >= 2 && node.entries.count <= ManifestNode.maximumEntries)
@@ -96,7 +97,7 @@ import Testing
   @Test func randomBytesNeverTrapADecoder() {
     var random = TestBytes(seed: 7)
     let good = ManifestNode(height: 2, entries: syntheticChunks(5, seed: 8)).encoded()
-    let ref = ContentRef(id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40).encoded()
+    let ref = ContentRoot(id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40).encoded()
     for round in 0..<20_000 {
       var bytes = round % 2 == 0 ? good : ref
       for _ in 0...random.below(4) {
@@ -107,16 +108,16 @@ import Testing
         }
       }
       _ = try? ManifestNode(decoding: bytes)
-      _ = try? ContentRef(decoding: bytes)
+      _ = try? ContentRoot(decoding: bytes)
       _ = try? ManifestNode(decoding: random.bytes(random.below(80)))
     }
   }
 
   @Test func contentReferencesRoundTrip() throws {
-    let ref = ContentRef(id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30)
-    #expect(try ContentRef(decoding: ref.encoded()) == ref)
-    #expect(throws: ManifestError.self) { try ContentRef(decoding: ref.encoded() + [1]) }
-    let zero = ContentRef(id: ref.id, height: 2, size: 0).encoded()
-    #expect(throws: ManifestError.self) { try ContentRef(decoding: zero) }
+    let ref = ContentRoot(id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30)
+    #expect(try ContentRoot(decoding: ref.encoded()) == ref)
+    #expect(throws: ManifestError.self) { try ContentRoot(decoding: ref.encoded() + [1]) }
+    let zero = ContentRoot(id: ref.id, height: 2, size: 0).encoded()
+    #expect(throws: ManifestError.self) { try ContentRoot(decoding: zero) }
   }
 }

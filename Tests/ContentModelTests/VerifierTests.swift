@@ -1,4 +1,5 @@
 import ContentModel
+import DocumentModel
 import Testing
 
 /// A device's view of a hub: the stored frames by id, filled the way an upload fills them.
@@ -7,7 +8,7 @@ struct FrameStore {
   let compressor = ObjectCompressor()
 
   /// Splits `content`, stores each chunk's and node's frame, and returns the root.
-  mutating func put(_ content: [UInt8]) -> ContentRef {
+  mutating func put(_ content: [UInt8]) -> ContentRoot {
     var splitter = ContentSplitter()
     var framed: [ObjectID: [UInt8]] = [:]
     content.withUnsafeBytes { bytes in
@@ -21,7 +22,7 @@ struct FrameStore {
   }
 
   /// The bytes of `range` of the content under `root`, every object checked.
-  func read(_ root: ContentRef, _ range: Range<UInt64>) throws(ManifestError) -> [UInt8] {
+  func read(_ root: ContentRoot, _ range: Range<UInt64>) throws(ManifestError) -> [UInt8] {
     let verifier = ObjectVerifier()
     let chunks = try ContentWalk(root: root).chunks(overlapping: range) {
       (entry, height) throws(ManifestError) in
@@ -101,12 +102,12 @@ struct FrameStore {
     #expect(throws: ManifestError.self) { try swapped.read(root, 0..<root.size) }
     // Another version's root node in place of this one's.
     var rolledBack = store
-    rolledBack.frames[root.id] = store.frames[other.id]
+    rolledBack.frames[root.object] = store.frames[other.object]
     #expect(throws: ManifestError.self) { try rolledBack.read(root, 0..<10) }
     // A reference that lies about the size or the height of what it names.
-    let lying = ContentRef(id: root.id, height: root.height, size: root.size + 1)
+    let lying = ContentRoot(id: root.id, height: root.height, size: root.size + 1)
     #expect(throws: ManifestError.self) { try store.read(lying, 0..<10) }
-    let taller = ContentRef(id: root.id, height: root.height + 1, size: root.size)
+    let taller = ContentRoot(id: root.id, height: root.height + 1, size: root.size)
     #expect(throws: ManifestError.self) { try store.read(taller, 0..<10) }
     // A missing object is refused too, never read as zeros.
     var missing = store

@@ -12,11 +12,9 @@ final class SimChunking {
   /// One content as objects: its root, and each distinct chunk and node, chunks first, then
   /// nodes bottom up (children before parents, as the engine puts them).
   struct Cut {
-    var ref: ContentRef
+    var root: ContentRoot
     var objects: [(id: ObjectID, plain: [UInt8], references: [ObjectID])]
     var chunkCount: Int
-
-    var root: ContentRoot { ContentRoot(id: ref.id.digest, height: ref.height, size: ref.size) }
   }
 
   enum FetchError: Error, CustomStringConvertible {
@@ -67,7 +65,7 @@ final class SimChunking {
     for node in tree.nodes where seen.insert(node.id).inserted {
       objects.append((node.id, node.encoded, node.node.entries.map(\.id)))
     }
-    let cut = Cut(ref: tree.root, objects: objects, chunkCount: entries.count)
+    let cut = Cut(root: tree.root, objects: objects, chunkCount: entries.count)
     cuts[hash] = cut
     return cut
   }
@@ -94,8 +92,7 @@ final class SimChunking {
       }
       return frame
     }
-    let ref = ContentRef(id: ObjectID(root.id), height: root.height, size: root.size)
-    let chunks = try ContentWalk(root: ref).chunks(overlapping: 0..<root.size) {
+    let chunks = try ContentWalk(root: root).chunks(overlapping: 0..<root.size) {
       (entry, height) throws(FetchError) -> ManifestNode in
       let frame = try framed(entry.id)
       do throws(ManifestError) {

@@ -238,7 +238,7 @@ struct Schedule {
     }
     let cut = chunking.cut(bytes)
     check(cut.root == root, "device \(device) cuts \(record)'s content to another root")
-    let heldWhole = hub.reach([cut.ref.id]).allSatisfy { hub.objects[$0] != nil }
+    let heldWhole = hub.reach([cut.root.object]).allSatisfy { hub.objects[$0] != nil }
     let before = hub.objects.count
     let missing = hub.missing(cut.objects.map(\.id), now: step)
     var put = 0
@@ -943,7 +943,7 @@ struct Schedule {
     worstEdit = (max(worstEdit.chunks, chunks.count), max(worstEdit.nodes, nodes))
     let maximum = SimChunking.parameters.maximum
     check(
-      chunks.count <= Self.editChunks && nodes <= 3 * Int(cut.ref.height)
+      chunks.count <= Self.editChunks && nodes <= 3 * Int(cut.root.height)
         && chunkBytes <= edit.bytes + Self.editChunks * maximum,
       "a \(edit.bytes)-byte edit of a \(cut.chunkCount)-chunk file added \(chunks.count) chunks "
         + "(\(chunkBytes) bytes) and \(nodes) nodes")

@@ -60,7 +60,7 @@ import Testing
     #expect(size == Int64(data.count))
     #expect(chunks.entries.count > 1, "700 kB is cut into several chunks")
     #expect(chunks.entries.reduce(0) { $0 + $1.size } == UInt64(data.count))
-    #expect(chunks.contentRoot.size == UInt64(data.count))
+    #expect(chunks.root.size == UInt64(data.count))
     #expect(content.contains(hash) && content.verify(hash))
     // The same bytes again: still one blob, the same list.
     workingFile(store, 8, data)

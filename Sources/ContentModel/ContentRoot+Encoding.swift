@@ -1,18 +1,17 @@
-/// What a version's content is, as its record will name it: the root of its manifest tree
-/// (or, for content of one chunk, that chunk), the tree's height and the content's size.
-///
-/// Height 0 means `id` is a chunk holding all of the content (every small file, and the empty
-/// file as the chunk of no bytes); height n means a ``ManifestNode`` of that height.
-public struct ContentRef: Sendable, Hashable {
-  public let id: ObjectID
-  public let height: UInt8
-  public let size: UInt64
+import DocumentModel
 
+/// A record's ``ContentRoot`` as the content layer reads and stores it: the root's id as an
+/// ``ObjectID``, and the reference's encoding (format 1) kept beside a device's chunk lists.
+///
+/// Height 0 means the id is a chunk holding all of the content (every small file, and the
+/// empty file as the chunk of no bytes); height n means a ``ManifestNode`` of that height.
+extension ContentRoot {
   public init(id: ObjectID, height: UInt8, size: UInt64) {
-    self.id = id
-    self.height = height
-    self.size = size
+    self.init(id: id.digest, height: height, size: size)
   }
+
+  /// The root's id, as the store and the hub name objects.
+  public var object: ObjectID { ObjectID(id) }
 
   static let format: UInt8 = 1
 
@@ -28,11 +27,12 @@ public struct ContentRef: Sendable, Hashable {
     var reader = ByteReader(bytes)
     let format = try reader.byte()
     guard format == Self.format else { throw .unknownFormat(format) }
-    height = try reader.byte()
+    let height = try reader.byte()
     guard height <= ManifestNode.maximumHeight else { throw .malformed("height \(height)") }
-    id = ObjectID(bytes: try reader.bytes(32))!
-    size = try reader.leb128()
+    let id = ObjectID(bytes: try reader.bytes(32))!
+    let size = try reader.leb128()
     guard reader.isAtEnd else { throw .malformed("bytes after a content reference") }
     guard height == 0 || size > 0 else { throw .malformed("a tree over no bytes") }
+    self.init(id: id, height: height, size: size)
   }
 }
