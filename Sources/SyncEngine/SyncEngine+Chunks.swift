@@ -121,15 +121,32 @@ extension SyncEngine {
     var pending: [HubObject] = []
     var pendingBytes = 0
     var sentBytes: UInt64 = 0
+    // One batch goes to the hub while the next is read, checked and framed: done in turn, the
+    // device's hashing and the hub's writing each waited for the other, and a 1 GiB push used
+    // one core of two.
+    var inFlight: (put: Task<HubError?, Never>, ids: [[UInt8]], bytes: Int)?
+    func settle() async throws(SyncError) {
+      guard let current = inFlight else { return }
+      inFlight = nil
+      if let error = await current.put.value { throw SyncError(error) }
+      for id in current.ids { missing.remove(id) }
+      sentBytes += UInt64(current.bytes)
+    }
     func flush() async throws(SyncError) {
       guard !pending.isEmpty else { return }
-      do {
-        try await objects.putObjects(pending)
-      } catch {
-        throw SyncError(error)
+      try await settle()
+      let batch = pending
+      // On a thread of the engine's: the shared pool may be blocked, and the loop's thread is
+      // busy with the next batch until it waits for this one.
+      let put = Task(executorPreference: transferExecutor) { () -> HubError? in
+        do throws(HubError) {
+          try await objects.putObjects(batch)
+          return nil
+        } catch {
+          return error
+        }
       }
-      for object in pending { missing.remove(object.id) }
-      sentBytes += UInt64(pendingBytes)
+      inFlight = (put, batch.map(\.id), pendingBytes)
       pending.removeAll(keepingCapacity: true)
       pendingBytes = 0
     }
@@ -194,7 +211,9 @@ extension SyncEngine {
       }
     }
     // Chunks of a content that failed stay out of nodes: its nodes would name what is absent.
+    // Every chunk is in before a node that names it is put.
     try await flush()
+    try await settle()
     for hash in order where !failed.contains(hash) {
       for node in trees[hash]!.nodes
       where missing.contains(node.id.bytes) && queued.insert(node.id.bytes).inserted {
@@ -205,6 +224,7 @@ extension SyncEngine {
       }
     }
     try await flush()
+    try await settle()
     withLock { objectBytesSent = saturatingSum(objectBytesSent, sentBytes) }
     return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
   }
@@ -294,25 +314,8 @@ extension SyncEngine {
     let verifier = ObjectVerifier(hasher: ChunkList.hasher)
     var receivedBytes: UInt64 = 0
     func fetch(_ ids: [ObjectID]) async throws(SyncError) -> [ObjectID: [UInt8]] {
-      var result: [ObjectID: [UInt8]] = [:]
-      var unique: [ObjectID] = []
-      var seen: Set<ObjectID> = []
-      for id in ids where seen.insert(id).inserted { unique.append(id) }
-      for start in stride(from: 0, to: unique.count, by: Self.objectBatchCount) {
-        let part = unique[start..<min(start + Self.objectBatchCount, unique.count)]
-        let got: [[UInt8]: [UInt8]]
-        do {
-          got = try await objects.objects(part.map(\.bytes))
-        } catch {
-          throw SyncError(error)
-        }
-        for id in part {
-          if let data = got[id.bytes] {
-            result[id] = data
-            receivedBytes += UInt64(data.count)
-          }
-        }
-      }
+      let (result, bytes) = try await Self.fetchObjects(ids, from: objects)
+      receivedBytes += bytes
       return result
     }
     // The tree, level by level: nodes this device has are not fetched.
@@ -349,9 +352,10 @@ extension SyncEngine {
     var sha = SHA256()
     var offset: UInt64 = 0
     var copiedBytes: UInt64 = 0
+    // Windows of chunks: what is here is read, the rest is asked for in one call.
+    var windows: [Range<Int>] = []
     var start = 0
     while start < level.count {
-      // A window of chunks: what is here is read, the rest is asked for in one call.
       var end = start
       var windowBytes: UInt64 = 0
       while end < level.count && (end == start || windowBytes < UInt64(Self.objectBatchBytes))
@@ -360,9 +364,16 @@ extension SyncEngine {
         windowBytes += level[end].size
         end += 1
       }
+      windows.append(start..<end)
+      start = end
+    }
+    // The window's chunks held here, and a fetch of the rest that runs on the engine's
+    // transfer thread while the window before is checked and written.
+    typealias Fetched = Result<([ObjectID: [UInt8]], UInt64), SyncError>
+    func begin(_ window: Range<Int>) -> (plain: [ObjectID: [UInt8]], fetch: Task<Fetched, Never>) {
       var plain: [ObjectID: [UInt8]] = [:]
       var wanted: [ObjectID] = []
-      for entry in level[start..<end] where plain[entry.id] == nil {
+      for entry in level[window] where plain[entry.id] == nil {
         if let (source, at) = localChunks[entry.id],
           let bytes = readChunk(sources[source].file, entry, at: at)
         {
@@ -372,8 +383,29 @@ extension SyncEngine {
           wanted.append(entry.id)
         }
       }
-      let fetched = try await fetch(wanted)
-      for entry in level[start..<end] where plain[entry.id] == nil {
+      let fetch = Task(executorPreference: transferExecutor) { () -> Fetched in
+        do throws(SyncError) {
+          return .success(try await Self.fetchObjects(wanted, from: objects))
+        } catch {
+          return .failure(error)
+        }
+      }
+      return (plain, fetch)
+    }
+    var next = windows.first.map(begin)
+    for (index, window) in windows.enumerated() {
+      guard let current = next else { break }
+      var plain = current.plain
+      let fetched: [ObjectID: [UInt8]]
+      switch await current.fetch.value {
+      case .success(let (got, bytes)):
+        fetched = got
+        receivedBytes += bytes
+      case .failure(let error):
+        throw error
+      }
+      next = index + 1 < windows.count ? begin(windows[index + 1]) : nil
+      for entry in level[window] where plain[entry.id] == nil {
         guard let framed = fetched[entry.id] else {
           logger.error("the hub lacks part of the content \(hash.hex) (chunk \(entry.id.hex))")
           return try await absence(of: entry.id)
@@ -385,7 +417,7 @@ extension SyncEngine {
           return (.damagedOnHub, nil)
         }
       }
-      for entry in level[start..<end] {
+      for entry in level[window] {
         let bytes = plain[entry.id]!
         sha.update(data: bytes)
         do throws(ContentError) {
@@ -395,7 +427,6 @@ extension SyncEngine {
         }
         offset += entry.size
       }
-      start = end
     }
     withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }
     guard sha.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else {
@@ -432,6 +463,34 @@ extension SyncEngine {
       \(receivedBytes) bytes from the hub
       """)
     return nil
+  }
+
+  /// The stored bytes of the objects among `ids` that the hub has, asked for in batches, and
+  /// how many bytes came.
+  static func fetchObjects(_ ids: [ObjectID], from objects: any ObjectStore)
+    async throws(SyncError) -> ([ObjectID: [UInt8]], UInt64)
+  {
+    var result: [ObjectID: [UInt8]] = [:]
+    var bytes: UInt64 = 0
+    var unique: [ObjectID] = []
+    var seen: Set<ObjectID> = []
+    for id in ids where seen.insert(id).inserted { unique.append(id) }
+    for start in stride(from: 0, to: unique.count, by: objectBatchCount) {
+      let part = unique[start..<min(start + objectBatchCount, unique.count)]
+      let got: [[UInt8]: [UInt8]]
+      do {
+        got = try await objects.objects(part.map(\.bytes))
+      } catch {
+        throw SyncError(error)
+      }
+      for id in part {
+        if let data = got[id.bytes] {
+          result[id] = data
+          bytes += UInt64(data.count)
+        }
+      }
+    }
+    return (result, bytes)
   }
 
   /// Why the hub lacks object `id`: it found its copy damaged and wants it put again, or it

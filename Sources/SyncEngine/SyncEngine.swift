@@ -132,6 +132,9 @@ public final class SyncEngine: @unchecked Sendable {
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.
   let executor = EngineExecutor(name: "docsync-sync")
+  /// The thread chunked content's puts and fetches run on, so that one batch goes to or comes
+  /// from the hub while the loop reads, checks or writes the one before.
+  let transferExecutor = EngineExecutor(name: "docsync-transfer")
 
   /// Loads the engine's state from `store`; `deviceName` renames this device from now on.
   public init(
