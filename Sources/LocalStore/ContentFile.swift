@@ -75,12 +75,18 @@ public final class ContentFile: @unchecked Sendable {
   /// What reading the chunk `entry` at `offset` gives: its bytes, checked against its id,
   /// other bytes (damaged, or a file changed since), or a read that fails (a failing disk:
   /// the file may read again, and is kept).
-  public func chunk(_ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
-    Self.chunk(of: descriptor, entry, at: offset)
+  ///
+  /// `checked`: the caller knows the file, as it is now, holds the content whose chunk list
+  /// named `entry` (``ContentStore/isChecked(_:_:)``: written in this run from bytes hashed as
+  /// they went, and unchanged since), so the id is not hashed again; only a short read counts.
+  public func chunk(_ entry: ManifestEntry, at offset: UInt64, checked: Bool = false) -> ChunkRead {
+    Self.chunk(of: descriptor, entry, at: offset, checked: checked)
   }
 
-  /// ``chunk(_:at:)`` of any open descriptor.
-  static func chunk(of descriptor: Int32, _ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
+  /// ``chunk(_:at:checked:)`` of any open descriptor.
+  static func chunk(
+    of descriptor: Int32, _ entry: ManifestEntry, at offset: UInt64, checked: Bool = false
+  ) -> ChunkRead {
     let count = Int(entry.size)
     var bytes = [UInt8](repeating: 0, count: count)
     var done = 0
@@ -93,7 +99,9 @@ public final class ContentFile: @unchecked Sendable {
       if got == 0 { return .otherBytes }
       done += got
     }
-    guard ChunkList.hasher.id(of: bytes, kind: .chunk) == entry.id else { return .otherBytes }
+    guard checked || ChunkList.hasher.id(of: bytes, kind: .chunk) == entry.id else {
+      return .otherBytes
+    }
     return .bytes(bytes)
   }
 }
