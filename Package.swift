@@ -84,6 +84,7 @@ let package = Package(
         .embedInCode("Migrations/v0009_content_objects.sql"),
         .embedInCode("Migrations/v0010_objects_freed_at_once.sql"),
         .embedInCode("Migrations/v0011_append_holds_the_head_briefly.sql"),
+        .embedInCode("Migrations/v0012_smaller_object_rows.sql"),
       ],
       swiftSettings: strict
     ),

@@ -46,6 +46,7 @@ def main():
     parser.add_argument("--postgres-ca", metavar="CA")
     parser.add_argument("--chunks", type=int, default=1_000_000)
     parser.add_argument("--results", default="bench-results")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
     hub = bench_sync.postgres_hub(args.docsync, args.postgres, args.postgres_ca)
     env = dict(os.environ, **bench_sync.ENV)
@@ -65,6 +66,17 @@ def main():
     print(f"{filled}\nPostgreSQL hub: {objects} objects, tables {total >> 20} MiB, objects' "
           f"bytes {data >> 20} MiB: {per_object:.0f} bytes of metadata an object (records, "
           f"indexes and TOAST included); fill peak {fill_peak:.0f} MiB")
+    # Where the bytes go: each table's heap, indexes and TOAST (with its index), an object.
+    breakdown = psql(admin, """
+        SELECT c.relname, pg_relation_size(c.oid), pg_indexes_size(c.oid),
+          coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'docsync' AND c.relkind = 'r' AND pg_total_relation_size(c.oid) > 8192
+        ORDER BY pg_total_relation_size(c.oid) DESC""")
+    for line in breakdown.splitlines():
+        name, heap, indexes, toast = line.split("|")
+        print(f"  {name}: heap {int(heap) / objects:.1f}, indexes {int(indexes) / objects:.1f}, "
+              f"TOAST {int(toast) / objects:.1f} bytes an object")
 
     psql(admin, "UPDATE docsync.objects SET touched = touched - interval '2 days'")
     psql(admin, "VACUUM ANALYZE")
@@ -82,7 +94,10 @@ def main():
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     with open(os.path.join(args.results, f"objects-postgres-{stamp}.json"), "w") as f:
         json.dump(figures, f, indent=2)
-    subprocess.run(["psql", args.postgres, "-X", "-q", "-c", f"DROP DATABASE {database}"])
+    if args.keep:
+        print(f"kept database {database}")
+    else:
+        subprocess.run(["psql", args.postgres, "-X", "-q", "-c", f"DROP DATABASE {database}"])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ enum Migrations {
       11, "v0011_append_holds_the_head_briefly",
       PackageResources.v0011_append_holds_the_head_briefly_sql
     ),
+    (12, "v0012_smaller_object_rows", PackageResources.v0012_smaller_object_rows_sql),
   ]
 
   /// The last step a device needs to work correctly: step 9's content objects, which new
@@ -62,7 +63,11 @@ enum Migrations {
     }
   }
 
-  private static func apply(on connection: PostgresConnection) async throws {
+  /// Applies the steps the hub lacks up to `last` (all of them by default; the tests stop
+  /// earlier to make a hub as an older docsync left it).
+  static func apply(on connection: PostgresConnection, through last: Int = steps.last!.version)
+    async throws
+  {
     try await connection.inTransaction { connection in
       // Two devices that open a new hub at once: the second waits here, then finds the steps
       // applied.
@@ -75,7 +80,7 @@ enum Migrations {
           applied timestamptz NOT NULL DEFAULT now())
         """)
       let applied = try await appliedVersion(connection)
-      for step in steps where step.version > applied {
+      for step in steps where step.version > applied && step.version <= last {
         // postgres-nio speaks the extended protocol, one statement per query.
         for statement in statements(of: String(decoding: step.sql, as: UTF8.self)) {
           try await connection.run(PostgresQuery(unsafeSQL: statement))
