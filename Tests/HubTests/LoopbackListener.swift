@@ -41,8 +41,11 @@ final class LoopbackListener: Sendable {
       while true {
         let client = accept(socket, nil, nil)
         if client < 0 {
-          if errno == EINTR { continue }
-          break
+          // Only the owner's shutdown ends the thread (EINVAL): closing on another error (a
+          // client gone before it was accepted) would free the number the owner still shuts.
+          if errno == EINVAL || errno == EBADF { break }
+          usleep(1000)
+          continue
         }
         // Glibc's accept4 is not visible to Swift; a child started in between keeps the
         // client open only until it execs.
