@@ -5,10 +5,6 @@ import CXXHash
 /// about 0.8.
 enum XXHash64 {
   static func hash(_ bytes: [UInt8], seed: UInt64 = 0) -> UInt64 {
-    bytes.withUnsafeBytes { hash($0, seed: seed) }
-  }
-
-  static func hash(_ bytes: UnsafeRawBufferPointer, seed: UInt64 = 0) -> UInt64 {
-    XXH64(bytes.baseAddress, bytes.count, seed)
+    bytes.withUnsafeBytes { XXH64($0.baseAddress, $0.count, seed) }
   }
 }

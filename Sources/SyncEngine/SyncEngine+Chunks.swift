@@ -124,11 +124,11 @@ extension SyncEngine {
     // One batch goes to the hub while the next is read, checked and framed: done in turn, the
     // device's hashing and the hub's writing each waited for the other, and a 1 GiB push used
     // one core of two.
-    var inFlight: (put: Task<HubError?, Never>, ids: [[UInt8]], bytes: Int)?
+    var inFlight: (put: Task<Result<Void, SyncError>, Never>, ids: [[UInt8]], bytes: Int)?
     func settle() async throws(SyncError) {
       guard let current = inFlight else { return }
       inFlight = nil
-      if let error = await current.put.value { throw SyncError(error) }
+      if case .failure(let error) = await current.put.value { throw error }
       for id in current.ids { missing.remove(id) }
       sentBytes += UInt64(current.bytes)
     }
@@ -136,14 +136,11 @@ extension SyncEngine {
       guard !pending.isEmpty else { return }
       try await settle()
       let batch = pending
-      // On a thread of the engine's: the shared pool may be blocked, and the loop's thread is
-      // busy with the next batch until it waits for this one.
-      let put = Task(executorPreference: transferExecutor) { () -> HubError? in
+      let put = onTransferThread { () async throws(SyncError) in
         do throws(HubError) {
           try await objects.putObjects(batch)
-          return nil
         } catch {
-          return error
+          throw SyncError(error)
         }
       }
       inFlight = (put, batch.map(\.id), pendingBytes)
@@ -323,7 +320,7 @@ extension SyncEngine {
       return result
     }
     // The tree, level by level: nodes this device has are not fetched.
-    var level = [ManifestEntry(id: ObjectID(root.id), size: root.size)]
+    var level = [ManifestEntry(id: root.object, size: root.size)]
     var height = root.height
     while height > 0 {
       let fetched = try await fetch(level.map(\.id).filter { localNodes[$0]?.height != height })
@@ -387,12 +384,9 @@ extension SyncEngine {
           wanted.append(entry.id)
         }
       }
-      let fetch = Task(executorPreference: transferExecutor) { () -> Fetched in
-        do throws(SyncError) {
-          return .success(try await Self.fetchObjects(wanted, from: objects))
-        } catch {
-          return .failure(error)
-        }
+      let asked = wanted
+      let fetch = onTransferThread { () async throws(SyncError) in
+        try await Self.fetchObjects(asked, from: objects)
       }
       return (plain, fetch)
     }
@@ -469,6 +463,21 @@ extension SyncEngine {
     return nil
   }
 
+  /// Starts `work` on the engine's transfer thread, to be awaited later: never on the shared
+  /// pool, which may be blocked, nor on the loop's thread, which is busy with the next batch
+  /// until it waits for this one.
+  func onTransferThread<T: Sendable>(
+    _ work: @escaping @Sendable () async throws(SyncError) -> T
+  ) -> Task<Result<T, SyncError>, Never> {
+    Task(executorPreference: transferExecutor) {
+      do throws(SyncError) {
+        return .success(try await work())
+      } catch {
+        return .failure(error)
+      }
+    }
+  }
+
   /// The stored bytes of the objects among `ids` that the hub has, asked for in batches, and
   /// how many bytes came.
   static func fetchObjects(_ ids: [ObjectID], from objects: any ObjectStore)
@@ -531,7 +540,7 @@ extension SyncEngine {
       for item in part {
         guard let framed = got[item.root.id.bytes] else { continue }
         receivedBytes += UInt64(framed.count)
-        let entry = ManifestEntry(id: ObjectID(item.root.id), size: item.root.size)
+        let entry = ManifestEntry(id: item.root.object, size: item.root.size)
         guard let bytes = try? verifier.chunk(framed, for: entry),
           ContentHash(of: bytes) == item.hash
         else { continue }
@@ -546,7 +555,7 @@ extension SyncEngine {
       // Kept, so that this device can put them again should the hub lose them.
       let lists = part.filter { plain[$0.hash] != nil }.map { item in
         let list = ChunkList(
-          entries: [ManifestEntry(id: ObjectID(item.root.id), size: item.root.size)])
+          entries: [ManifestEntry(id: item.root.object, size: item.root.size)])
         return (item.hash.bytes, list.root.encoded(), list.encodedEntries())
       }
       do {

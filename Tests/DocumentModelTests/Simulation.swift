@@ -215,12 +215,12 @@ struct Schedule {
     if let root = record.chunks, !pruned.contains(id) {
       if !devices[device].uploaded.contains(id) {
         upload(record, from: device)
-      } else if hub.objects[ObjectID(root.id)] == nil {
+      } else if hub.objects[root.object] == nil {
         reuploads += 1
         upload(record, from: device)
       }
       check(
-        hub.reach([ObjectID(root.id)]).allSatisfy { hub.objects[$0] != nil },
+        hub.reach([root.object]).allSatisfy { hub.objects[$0] != nil },
         "the hub commits \(record) without all of its objects")
     }
     devices[device].uploaded.remove(id)
