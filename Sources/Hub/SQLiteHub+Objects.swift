@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 
-// Content objects in the hub file. Each is small (a chunk of at most 256 KiB, framed), so its
-// bytes are one row, unlike a blob, which is written in chunks across transactions: a batch of
-// objects is one short transaction, and a device's upload is many such batches.
+// Content objects of the hub. Each is small (a chunk of at most 256 KiB, framed): its row in
+// the hub file names its bytes in a pack file (SQLiteHub+Packs), or, put before packs, holds
+// them. A batch of objects is one append to a pack and one short transaction, and a device's
+// upload is many such batches.
 
 extension SQLiteHub: ObjectStore {
   /// The schema step that stores content objects. Released steps are never edited.
@@ -54,29 +55,45 @@ extension SQLiteHub: ObjectStore {
     let now = Int64(Date().timeIntervalSince1970)
     let rows = objects.map { object in
       (
-        id: Data(object.id), data: Data(object.data), check: Data(ObjectCheck.of(object.data)),
+        id: Data(object.id), data: object.data, check: Data(ObjectCheck.of(object.data)),
         refs: object.references.isEmpty ? nil : Data(object.references.joined())
       )
     }
-    try await write { db in
-      for row in rows {
+    try await write { [packs] db in
+      // First what is new, children checked (a child earlier in the batch counts), so that a
+      // refused batch writes no bytes; then the new bytes, durable in a pack before the rows
+      // that name them commit.
+      var fresh: [Int] = []
+      var batch: Set<Data> = []
+      for (index, row) in rows.enumerated() {
+        if batch.contains(row.id) { continue }
         try db.execute(
           sql: "UPDATE objects SET touched = ? WHERE id = ?", arguments: [now, row.id])
         if db.changesCount > 0 { continue }
         if let refs = row.refs {
           for offset in stride(from: 0, to: refs.count, by: 32) {
-            let child = refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)]
+            let child = Data(refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)])
+            if batch.contains(child) { continue }
             let present =
               try Bool.fetchOne(
                 db, sql: "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?)",
-                arguments: [Data(child)]) ?? false
+                arguments: [child]) ?? false
             guard present else { throw HubError.missingBlob(Array(child)) }
           }
         }
+        batch.insert(row.id)
+        fresh.append(index)
+      }
+      guard !fresh.isEmpty else { return }
+      let (pack, offsets) = try packs.append(fresh.map { rows[$0].data })
+      for (index, offset) in zip(fresh, offsets) {
+        let row = rows[index]
         try db.execute(
           sql: """
-            INSERT INTO objects (id, data, "check", refs, touched) VALUES (?, ?, ?, ?, ?)
-            """, arguments: [row.id, row.data, row.check, row.refs, now])
+            INSERT INTO objects (id, data, "check", refs, touched, pack, "offset", length)
+            VALUES (?, X'', ?, ?, ?, ?, ?, ?)
+            """,
+          arguments: [row.id, row.check, row.refs, now, pack, offset, row.data.count])
         try db.execute(sql: "DELETE FROM wanted_objects WHERE id = ?", arguments: [row.id])
       }
     }
@@ -85,44 +102,61 @@ extension SQLiteHub: ObjectStore {
   public func objects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]: [UInt8]] {
     guard !ids.isEmpty else { return [:] }
     try HubObject.check(ids: ids)
-    let stored = try await read { db in
-      var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
-      for id in ids {
-        if let row = try Row.fetchOne(
-          db, sql: #"SELECT data, "check" FROM objects WHERE id = ?"#, arguments: [Data(id)])
-        {
-          found.append((id, Array(row["data"] as Data), Array(row["check"] as Data)))
+    typealias Stored = (id: [UInt8], data: [UInt8]?, check: [UInt8])
+    func load(_ ids: [[UInt8]]) async throws(HubError) -> [Stored] {
+      try await read { [packs] db in
+        try ids.compactMap { id in
+          try Self.storedObject(id, db, packs).map { (id, $0.data, $0.check) }
         }
       }
-      return found
+    }
+    var stored = try await load(ids)
+    // A pack gone under the read: a prune rewrote it and moved its rows; read them once more.
+    let moved = stored.filter { $0.data == nil }.map(\.id)
+    if !moved.isEmpty {
+      let again = try await load(moved)
+      stored = stored.filter { $0.data != nil } + again
     }
     var result: [[UInt8]: [UInt8]] = [:]
-    var damaged: [(id: [UInt8], check: [UInt8])] = []
+    var damaged: [[UInt8]] = []
     for object in stored {
-      if ObjectCheck.matches(object.data, object.check) {
-        result[object.id] = object.data
+      if let data = object.data, ObjectCheck.matches(data, object.check) {
+        result[object.id] = data
       } else {
-        damaged.append((object.id, object.check))
+        damaged.append(object.id)
       }
     }
     if !damaged.isEmpty {
-      try await write { [damaged] db in
-        for object in damaged {
+      try await write { [damaged, packs] db in
+        for id in damaged {
           // Another process may have put a good copy since the read: drop only the one judged.
-          guard
-            let row = try Row.fetchOne(
-              db, sql: #"SELECT data, "check" FROM objects WHERE id = ?"#,
-              arguments: [Data(object.id)]),
-            !ObjectCheck.matches(Array(row["data"] as Data), Array(row["check"] as Data))
+          guard let now = try Self.storedObject(id, db, packs),
+            now.data.map({ !ObjectCheck.matches($0, now.check) }) ?? true
           else { continue }
-          try db.execute(sql: "DELETE FROM objects WHERE id = ?", arguments: [Data(object.id)])
+          try db.execute(sql: "DELETE FROM objects WHERE id = ?", arguments: [Data(id)])
           try db.execute(
             sql: "INSERT OR IGNORE INTO wanted_objects (id, since) VALUES (?, ?)",
-            arguments: [Data(object.id), Date().timeIntervalSince1970])
+            arguments: [Data(id), Date().timeIntervalSince1970])
         }
       }
     }
     return result
+  }
+
+  /// The stored bytes of object `id` and their check, nil when there is no such row: from the
+  /// row itself (objects stored before packs) or from its pack, and then nil bytes when the
+  /// pack is gone.
+  static func storedObject(_ id: [UInt8], _ db: Database, _ packs: PackFolder) throws
+    -> (data: [UInt8]?, check: [UInt8])?
+  {
+    guard
+      let row = try Row.fetchOne(
+        db, sql: #"SELECT data, "check", pack, "offset", length FROM objects WHERE id = ?"#,
+        arguments: [Data(id)])
+    else { return nil }
+    let check = Array(row["check"] as Data)
+    guard let pack = row["pack"] as String? else { return (Array(row["data"] as Data), check) }
+    return (try packs.read(pack, at: row["offset"], length: row["length"]), check)
   }
 
   public func wantedObjects() async throws(HubError) -> [[UInt8]] {

@@ -18,8 +18,8 @@ extension SQLiteHub {
 
   /// Drops what the records name (their rows in record_blobs) and the blobs (chunks, upload,
   /// blob rows) no record names any more, and lists the records released, in one transaction;
-  /// then gives the space back to the file system (see `reclaimSpace`). A released blob the hub
-  /// wanted back leaves that list too (see `dropUnnamed`).
+  /// then gives the space back to the file system (see `reclaimSpace`, `compactPacks`). A
+  /// released blob the hub wanted back leaves that list too (see `dropUnnamed`).
   public func prune(records ids: [[UInt8]]) async throws(HubError) {
     if ids.isEmpty { return }
     let cutoff = Int64(Date().timeIntervalSince1970) - Self.objectGrace
@@ -45,6 +45,7 @@ extension SQLiteHub {
     try await removeBlobFiles(dropped)
     try await reclaimSpace()
     await sweepBlobFiles(olderThan: 86_400)
+    try await compactPacks()
   }
 
   /// Deletes the records, what they name, and the blobs no record names any more, and lists
@@ -74,6 +75,7 @@ extension SQLiteHub {
     try await removeBlobFiles(dropped)
     try await reclaimSpace()
     await sweepBlobFiles(olderThan: 86_400)
+    try await compactPacks()
   }
 
   public func erasures(after cursor: HubCursor, limit: Int) async throws(HubError) -> ErasurePage {

@@ -21,6 +21,15 @@ public final class SQLiteHub: Hub {
   /// path leads to.
   let blobFolder: BlobFolder
 
+  /// Where content objects' bytes live: pack files in `<hub file>.packs/`, beside the blob
+  /// folder (see ``PackFolder``). Objects stored before packs keep their bytes in their rows.
+  let packs: PackFolder
+
+  /// The size past which a hub starts a new pack: large enough that a 1 GiB push makes a few
+  /// dozen files and `fsync`s of the folder, small enough that a prune's rewrite of a pack
+  /// half dead copies little.
+  static let packSize: Int64 = 64 << 20
+
   /// The largest blob kept in the hub file (as one chunk); a larger one becomes a file.
   ///
   /// In the hub file, each byte is written twice (the write-ahead log, then its checkpoint);
@@ -62,7 +71,7 @@ public final class SQLiteHub: Hub {
   /// The newest format of hub file this docsync reads. A schema step that docsyncs without it
   /// cannot work with sets the `devices_from` setting to its format and raises this with it;
   /// steps that older docsyncs can live with (an index, a table they never read) leave both.
-  static let format = 1
+  static let format = 2
 
   /// Seconds that a content object stays after its last put or presence check although no
   /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
@@ -72,7 +81,12 @@ public final class SQLiteHub: Hub {
   ///
   /// Throws ``HubError/invalidLocation(_:)`` when the path is a folder, cannot be created or
   /// opened, is not a SQLite database, or is some other application's database.
-  public init(path: String) throws(HubError) {
+  public convenience init(path: String) throws(HubError) {
+    try self.init(path: path, packSize: Self.packSize)
+  }
+
+  /// Opens the hub at `path`, starting a new pack past `packSize` bytes (tests make it small).
+  init(path: String, packSize: Int64) throws(HubError) {
     let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
     self.path = absolute
     let files = FileManager.default
@@ -126,6 +140,7 @@ public final class SQLiteHub: Hub {
       } ?? absolute
     let name = (file as NSString).lastPathComponent
     blobFolder = try BlobFolder(path: file + ".blobs")
+    packs = try PackFolder(path: file + ".packs", packSize: packSize)
     watcher = FileChangeWatcher(
       directory: (file as NSString).deletingLastPathComponent,
       names: [name, name + "-wal", name + "-journal"], signal: changes)
@@ -270,6 +285,7 @@ public final class SQLiteHub: Hub {
       try db.execute(sql: "ALTER TABLE blobs ADD COLUMN file INTEGER NOT NULL DEFAULT 0")
     }
     registerObjectsMigration(&migrator)
+    registerPacksMigration(&migrator)
     return migrator
   }
 

@@ -137,7 +137,8 @@ struct HubBytes {
         try psql(
           "UPDATE docsync.objects SET data = '\\x\(frame)'::bytea WHERE id = '\\x\(id)'::bytea")
       } else {
-        try sqlite("UPDATE objects SET data = X'\(frame)' WHERE id = X'\(id)'")
+        // Held in its row, as objects stored before packs are, its pack's copy no longer named.
+        try sqlite("UPDATE objects SET data = X'\(frame)', pack = NULL WHERE id = X'\(id)'")
       }
       return
     }
@@ -158,6 +159,20 @@ struct HubBytes {
 
   /// The stored frame of object `id` (hex), or nil.
   private func storedObject(_ id: String) throws -> [UInt8]? {
+    if !isPostgres {
+      // On the SQLite hub, in a pack file beside the hub (or in the row, stored before packs).
+      let place = try sqlite(
+        #"SELECT coalesce(pack, ''), coalesce("offset", 0), coalesce(length, 0) FROM objects WHERE id = X'\#(id)'"#
+      ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|")
+      if place.count == 3, !place[0].isEmpty, let offset = Int(place[1]), let length = Int(place[2])
+      {
+        let file = try FileHandle(
+          forReadingFrom: URL(fileURLWithPath: library.hub + ".packs/" + place[0]))
+        defer { try? file.close() }
+        try file.seek(toOffset: UInt64(offset))
+        return Array(try file.read(upToCount: length) ?? Data())
+      }
+    }
     let output =
       isPostgres
       ? try psql("SELECT encode(data, 'hex') FROM docsync.objects WHERE id = '\\x\(id)'::bytea")

@@ -20,15 +20,22 @@ struct SQLiteObjectStoreTests {
         }
       },
       corruptObject: { id in
+        // The last byte of its bytes in their pack file.
         let queue = try DatabaseQueue(path: path)
-        try await queue.write { db in
-          var data = try #require(
-            try Data.fetchOne(
-              db, sql: "SELECT data FROM objects WHERE id = ?", arguments: [Data(id)]))
-          data[data.startIndex + data.count - 1] ^= 0xff
-          try db.execute(
-            sql: "UPDATE objects SET data = ? WHERE id = ?", arguments: [data, Data(id)])
-        }
+        let row = try #require(
+          try await queue.read { db in
+            try Row.fetchOne(
+              db, sql: #"SELECT pack, "offset", length FROM objects WHERE id = ?"#,
+              arguments: [Data(id)])
+          })
+        let pack = try #require(row["pack"] as String?)
+        let file = try FileHandle(forUpdating: URL(fileURLWithPath: path + ".packs/" + pack))
+        defer { try? file.close() }
+        let position = UInt64((row["offset"] as Int64) + (row["length"] as Int64) - 1)
+        try file.seek(toOffset: position)
+        let byte = try #require(try file.read(upToCount: 1))
+        try file.seek(toOffset: position)
+        try file.write(contentsOf: Data([byte[byte.startIndex] ^ 0xff]))
       })
     let check = try #require(ObjectStoreConformance.checks.first { $0.name == name })
     try await check.run(fixture)

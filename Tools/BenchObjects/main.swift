@@ -67,7 +67,7 @@ case "fill":
     )
   }
   print(
-    "hub file \(size >> 20) MiB, objects' bytes \(data >> 20) MiB: "
+    "hub file \(size >> 20) MiB, objects' bytes in it (not in packs) \(data >> 20) MiB: "
       + "\((size - data) / stored) bytes of metadata an object (records included)")
 case "prune":
   let records: [[UInt8]]

@@ -1,0 +1,85 @@
+import Foundation
+import GRDB
+
+// Content objects' bytes in pack files (see PackFolder). A prune or forget deletes rows; the
+// bytes they named stay in their packs until `compactPacks` rewrites a pack less than half
+// live (its live objects copied into a new pack, made durable, the rows moved in one
+// transaction, then the old file removed) or removes one nothing names. Only sealed packs are
+// touched, so an upload in another process never loses bytes it is about to commit.
+
+extension SQLiteHub {
+  /// The schema step that moves objects' bytes into packs. Released steps are never edited.
+  static func registerPacksMigration(_ migrator: inout DatabaseMigrator) {
+    migrator.registerMigration("v6 object packs") { db in
+      try db.execute(
+        sql: """
+          -- pack: the file in the pack folder that holds the object's bytes, at offset, length
+          -- bytes long; data is then empty. Objects stored before keep their bytes in data and
+          -- a NULL pack.
+          ALTER TABLE objects ADD COLUMN pack TEXT;
+          ALTER TABLE objects ADD COLUMN "offset" INTEGER;
+          ALTER TABLE objects ADD COLUMN length INTEGER;
+          CREATE INDEX objects_by_pack ON objects (pack) WHERE pack IS NOT NULL;
+          -- A docsync without packs would read a packed object as empty, find it damaged and
+          -- drop it: it must refuse this hub file (SQLiteHub.format).
+          INSERT OR REPLACE INTO settings (key, value) VALUES ('devices_from', '2');
+          """)
+    }
+  }
+
+  /// Rewrites the sealed packs whose live objects take less than half of them and removes
+  /// those no row names (a put cut short before its commit leaves such bytes). Returns how many
+  /// packs went.
+  @discardableResult
+  func compactPacks() async throws(HubError) -> Int {
+    var target: (pack: PackHandle, size: Int64)?
+    var removed = 0
+    for name in packs.names() {
+      // Held until the file is gone: an instance appending to it, or another prune, keeps it.
+      guard let held = packs.lockSealed(name), let size = held.size else { continue }
+      let live = try await read { db in
+        try Row.fetchAll(
+          db,
+          sql: #"SELECT rowid, "offset", length FROM objects WHERE pack = ? ORDER BY "offset""#,
+          arguments: [name]
+        ).map { row in
+          (
+            rowid: row["rowid"] as Int64, offset: row["offset"] as Int64,
+            length: row["length"] as Int64
+          )
+        }
+      }
+      if live.isEmpty {
+        packs.remove(name)
+        removed += 1
+        continue
+      }
+      if live.reduce(0, { $0 + $1.length }) * 2 >= size { continue }
+      if target == nil || target!.size >= packs.packSize {
+        target = (try packs.create(), 0)
+      }
+      var moves: [(rowid: Int64, from: Int64, to: Int64)] = []
+      for object in live {
+        let bytes = try held.read(at: object.offset, length: Int(object.length))
+        try target!.pack.write(bytes, at: target!.size)
+        moves.append((object.rowid, object.offset, target!.size))
+        // A short read (a damaged pack) leaves a hole: the object's check finds it.
+        target!.size += object.length
+      }
+      try target!.pack.sync()
+      let into = target!.pack.name
+      try await write { [moves] db in
+        for move in moves {
+          try db.execute(
+            sql: """
+              UPDATE objects SET pack = ?, "offset" = ?
+              WHERE rowid = ? AND pack = ? AND "offset" = ?
+              """, arguments: [into, move.to, move.rowid, name, move.from])
+        }
+      }
+      packs.remove(name)
+      removed += 1
+    }
+    return removed
+  }
+}
