@@ -162,7 +162,8 @@ struct HubBytes {
     if !isPostgres {
       // On the SQLite hub, in a pack file beside the hub (or in the row, stored before packs).
       let place = try sqlite(
-        #"SELECT coalesce(pack, ''), coalesce("offset", 0), coalesce(length, 0) FROM objects WHERE id = X'\#(id)'"#
+        #"SELECT coalesce(pack, ''), coalesce("offset", 0), coalesce(length, 0) FROM objects "#
+          + "WHERE id = X'\(id)'"
       ).trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "|")
       if place.count == 3, !place[0].isEmpty, let offset = Int(place[1]), let length = Int(place[2])
       {

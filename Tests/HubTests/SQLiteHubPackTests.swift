@@ -26,7 +26,7 @@ struct SQLiteHubPackTests {
     return try queue.read { db in
       try Row.fetchOne(
         db, sql: #"SELECT pack, "offset" FROM objects WHERE id = ?"#, arguments: [Data(id)]
-      ).map { ($0["pack"], $0["offset"]) }
+      ).map { (pack: $0["pack"] as String?, offset: $0["offset"] as Int64?) }
     }
   }
 
@@ -73,7 +73,7 @@ struct SQLiteHubPackTests {
     let read = try await hub.objects(objects.map(\.id))
     #expect(read.count == objects.count)
     for object in objects { #expect(read[object.id] == object.data) }
-    let inRows = try DatabaseQueue(path: path).read { db in
+    let inRows = try await DatabaseQueue(path: path).read { db in
       try Int.fetchOne(
         db, sql: "SELECT count(*) FROM objects WHERE pack IS NULL OR length(data) > 0")
     }
@@ -107,7 +107,7 @@ struct SQLiteHubPackTests {
       for object in all { #expect(read[object.id] == object.data) }
     }
     // Each pack holds the bytes of one instance only: those named by its rows are one's own.
-    let named = try DatabaseQueue(path: path).read { db in
+    let named = try await DatabaseQueue(path: path).read { db in
       try Row.fetchAll(db, sql: #"SELECT id, pack FROM objects"#).map {
         (Array($0["id"] as Data), $0["pack"] as String)
       }
@@ -144,7 +144,7 @@ struct SQLiteHubPackTests {
     #expect(try Self.place(old.id, in: path)?.pack == nil)
     #expect(try Self.place(new.id, in: path)?.pack != nil)
     // A docsync without packs must refuse this file now.
-    let needed = try DatabaseQueue(path: path).read { db in
+    let needed = try await DatabaseQueue(path: path).read { db in
       try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
     }
     #expect(needed == "2")

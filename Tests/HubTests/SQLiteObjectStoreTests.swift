@@ -23,7 +23,7 @@ struct SQLiteObjectStoreTests {
         // The last byte of its bytes in their pack file.
         let queue = try DatabaseQueue(path: path)
         let row = try #require(
-          try await queue.read { db in
+          try queue.read { db in
             try Row.fetchOne(
               db, sql: #"SELECT pack, "offset", length FROM objects WHERE id = ?"#,
               arguments: [Data(id)])
