@@ -133,4 +133,24 @@ func expectNothingDangles(
   #expect(
     dangling == "0", "\(dangling) object(s) reached from records are not on the hub",
     sourceLocation: sourceLocation)
+  // No row names bytes past the end of its pack (or a pack gone): a pack's bytes are on disk
+  // before the rows naming them commit, and a rewrite removes a pack only after its rows moved.
+  let ends = try check([
+    "sqlite3", library.hub,
+    #"SELECT pack || ' ' || max("offset" + length) FROM objects "#
+      + "WHERE pack IS NOT NULL GROUP BY pack",
+  ]).stdout.split(separator: "\n")
+  for line in ends {
+    let parts = line.split(separator: " ")
+    guard parts.count == 2, let end = Int64(parts[1]) else {
+      Issue.record("unexpected line \(line)", sourceLocation: sourceLocation)
+      continue
+    }
+    let file = library.hub + ".packs/" + parts[0]
+    let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?
+      .int64Value
+    #expect(
+      (size ?? -1) >= end, "\(file) is \(size.map(String.init) ?? "gone"), its rows reach \(end)",
+      sourceLocation: sourceLocation)
+  }
 }
