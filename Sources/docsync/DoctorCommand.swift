@@ -100,6 +100,8 @@ struct DoctorCommand: ParsableCommand {
     checks.append(DoctorCheck.privateToOwner("hub", path, file))
     checks.append(
       DoctorCheck.privateToOwner("hub blob folder", path + ".blobs", Self.facts(path + ".blobs")))
+    checks.append(
+      DoctorCheck.privateToOwner("hub pack folder", path + ".packs", Self.facts(path + ".packs")))
     // The home folder holds much else, and its mode is the person's choice; a folder made for
     // the hub (docsync makes its default one 0700) should be as private as the hub.
     if folder != FileManager.default.homeDirectoryForCurrentUser.standardizedFileURL.path {
