@@ -83,7 +83,8 @@ final class PackFolder: Sendable {
     }
   }
 
-  /// Stops appending to the current pack, which is then sealed.
+  /// Stops appending to the current pack, which is then sealed. Called inside a write
+  /// transaction (or where no put runs), never between an append and its commit.
   func seal() {
     current.withLock { $0 = nil }
   }

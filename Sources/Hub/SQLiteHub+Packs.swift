@@ -28,10 +28,14 @@ extension SQLiteHub {
   }
 
   /// Rewrites the sealed packs whose live objects take less than half of them and removes
-  /// those no row names (a put cut short before its commit leaves such bytes). Returns how many
-  /// packs went.
+  /// those no row names (a put cut short before its commit leaves such bytes); seals this
+  /// instance's pack first. Returns how many packs went.
   @discardableResult
   func compactPacks() async throws(HubError) -> Int {
+    // This instance's own pack too (a mount's last pack would otherwise keep what it pruned
+    // until the mount ends): sealed inside a write transaction, as appends happen only in
+    // one, so that no append of it waits for its commit; the next put starts a new pack.
+    try await write { [packs] _ in packs.seal() }
     var target: (pack: PackHandle, size: Int64)?
     var removed = 0
     for name in packs.names() {

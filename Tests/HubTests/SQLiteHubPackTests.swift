@@ -188,7 +188,6 @@ struct SQLiteHubPackTests {
     for start in stride(from: 0, to: objects.count, by: 10) {
       try await hub.putObjects(Array(objects[start..<(start + 10)]))
     }
-    hub.packs.seal()
     let packsBefore = Self.packFiles(path)
     let sizeBefore = hub.packs.totalSize()
     #expect(sizeBefore == 120 * 8_000)
@@ -279,7 +278,6 @@ struct SQLiteHubPackTests {
     for start in stride(from: 0, to: objects.count, by: 10) {
       try await writer.putObjects(Array(objects[start..<(start + 10)]))
     }
-    writer.packs.seal()
     let kept = objects.enumerated().filter { $0.offset % 4 == 0 }.map(\.element)
     let reader = try SQLiteHub(path: path)
     // The reader has every pack open: a rewrite removes them under it.

@@ -241,7 +241,8 @@ struct CommandLineErrorTests {
       try m.unmount()
       let hub = m.scratch("hub.sqlite")
       _ = try check([
-        "sqlite3", hub, "INSERT INTO settings (key, value) VALUES ('devices_from', '99')",
+        "sqlite3", hub,
+        "INSERT OR REPLACE INTO settings (key, value) VALUES ('devices_from', '99')",
       ])
       let other = m.scratch("second-mount")
       let otherState = m.scratch("second-state")
