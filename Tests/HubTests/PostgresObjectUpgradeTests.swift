@@ -63,11 +63,11 @@ struct PostgresObjectUpgradeTests {
     try await yOld.putObjects([yChunk])
     #expect(try await steps() == 11)
 
-    let upgraded = try await PostgresTestCluster.withAdminConnection(database: database) {
-      connection in
-      try await Migrations.run(on: connection)
+    // To step 12 only: PostgresKeyedObjectUpgradeTests takes a hub from there to step 14.
+    try await PostgresTestCluster.withAdminConnection(database: database) {
+      connection -> Void in
+      try await Migrations.apply(on: connection, through: 12)
     }
-    #expect(upgraded == 12)
     #expect(try await steps() == 12)
 
     let x = try PostgresHub(location: moved(xURL))
