@@ -210,6 +210,9 @@ public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
   /// written: a full disk or a failing one on the caller's side, with nothing wrong with the
   /// hub.
   case local(String)
+  /// The hub has a format this docsync does not know and devices must: a newer docsync made or
+  /// upgraded it. The reason says what the hub is at and what this docsync knows.
+  case needsNewerDocsync(String)
   /// Anything else.
   case failed(String)
 
@@ -220,6 +223,8 @@ public enum HubError: Error, Sendable, Hashable, CustomStringConvertible {
     case .missingBlob(let hash): "the hub has no blob \(hexString(hash))"
     case .invalidLocation(let reason): "invalid hub location: \(reason)"
     case .local(let reason): reason
+    case .needsNewerDocsync(let reason):
+      "this hub needs a newer docsync (\(reason)): upgrade docsync on this device"
     case .failed(let reason): "hub operation failed: \(reason)"
     }
   }

@@ -59,6 +59,11 @@ public final class SQLiteHub: Hub {
   /// hub location pointing at some other application's database is refused, not migrated.
   static let applicationID: Int32 = 0x6473_6862  // "dshb"
 
+  /// The newest format of hub file this docsync reads. A schema step that docsyncs without it
+  /// cannot work with sets the `devices_from` setting to its format and raises this with it;
+  /// steps that older docsyncs can live with (an index, a table they never read) leave both.
+  static let format = 1
+
   /// Seconds that a content object stays after its last put or presence check although no
   /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
   static let objectGrace: Int64 = 86_400
@@ -101,7 +106,11 @@ public final class SQLiteHub: Hub {
       pool = try DatabasePool(path: absolute, configuration: configuration)
       try Self.checkApplication(pool, path: absolute)
       try Self.migrate(pool)
-      try Self.discardAbandonedUploads(pool)
+      // A hub file this docsync cannot use is still opened, so that a mount set up before
+      // serves its files; every read and write through it then refuses (see `read`).
+      if (try? pool.read(Self.checkDevicesFrom)) != nil {
+        try Self.discardAbandonedUploads(pool)
+      }
     } catch let error as HubError {
       throw error
     } catch let error as DatabaseError where error.resultCode == .SQLITE_NOTADB {
@@ -264,6 +273,23 @@ public final class SQLiteHub: Hub {
     return migrator
   }
 
+  /// Refuses, in one line, a hub file that a newer docsync changed in a way this one cannot use.
+  ///
+  /// Read at the start of every transaction of `read` and `write`: this docsync is the hub's
+  /// code as well as the device's, and must neither read what it would misunderstand (an
+  /// object stored elsewhere would look damaged, and be dropped) nor write in an old shape,
+  /// even when another device's newer docsync upgrades a shared hub file while this mount
+  /// runs. A lookup of one row, against a transaction's cost.
+  static func checkDevicesFrom(_ db: Database) throws {
+    let value = try String.fetchOne(
+      db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
+    guard let value else { return }
+    guard let needed = Int(value), needed <= format else {
+      throw HubError.needsNewerDocsync(
+        "the hub file is at format \(value), and this docsync reads formats up to \(format)")
+    }
+  }
+
   /// Runs the migrations, tolerating another process that runs them at the same moment.
   ///
   /// GRDB reads the applied steps before it opens the step's transaction, so two processes that
@@ -303,7 +329,10 @@ public final class SQLiteHub: Hub {
     -> T
   {
     do {
-      return try await pool.read(body)
+      return try await pool.read { db in
+        try Self.checkDevicesFrom(db)
+        return try body(db)
+      }
     } catch {
       throw HubError(database: error)
     }
@@ -313,7 +342,10 @@ public final class SQLiteHub: Hub {
     -> T
   {
     do {
-      return try await pool.write(body)
+      return try await pool.write { db in
+        try Self.checkDevicesFrom(db)
+        return try body(db)
+      }
     } catch {
       throw HubError(database: error)
     }

@@ -24,6 +24,7 @@ enum Migrations {
       PackageResources.v0011_append_holds_the_head_briefly_sql
     ),
     (12, "v0012_smaller_object_rows", PackageResources.v0012_smaller_object_rows_sql),
+    (13, "v0013_devices_from", PackageResources.v0013_devices_from_sql),
     (14, "v0014_objects_keyed_by_number", PackageResources.v0014_objects_keyed_by_number_sql),
   ]
 
@@ -47,7 +48,10 @@ enum Migrations {
     // Look first, without locking or creating anything: a device role may not create the
     // schema, and need not once an administrator has.
     let found = try await appliedVersion(connection)
-    if found >= steps.last!.version { return found }
+    if found >= steps.last!.version {
+      try await checkDevicesFrom(connection)
+      return found
+    }
     do {
       try await apply(on: connection)
       return steps.last!.version
@@ -85,13 +89,33 @@ enum Migrations {
         """)
       let applied = try await appliedVersion(connection)
       for step in steps where step.version > applied && step.version <= last {
+        // The row first, so that a step that devices must know can say so in its own SQL
+        // (`UPDATE docsync.migrations SET devices_from = N WHERE version = N`).
+        try await connection.run(
+          "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))")
         // postgres-nio speaks the extended protocol, one statement per query.
         for statement in statements(of: String(decoding: step.sql, as: UTF8.self)) {
           try await connection.run(PostgresQuery(unsafeSQL: statement))
         }
-        try await connection.run(
-          "INSERT INTO docsync.migrations (version, name) VALUES (\(step.version), \(step.name))")
       }
+    }
+  }
+
+  /// Refuses, in one line, a hub with a step this docsync does not know and devices must.
+  ///
+  /// A step declares that in `docsync.migrations.devices_from` (step 13 on); the row is read
+  /// through `to_jsonb`, so that a hub from before the column reads as requiring nothing.
+  static func checkDevicesFrom(_ connection: PostgresConnection) async throws {
+    let rows = try await connection.rows(
+      """
+      SELECT coalesce(max((to_jsonb(m) ->> 'devices_from')::integer), 0)::bigint,
+        coalesce(max(version), 0)::bigint
+      FROM docsync.migrations m
+      """)
+    for (needed, applied) in try rows.decode((Int, Int).self) where needed > steps.last!.version {
+      throw HubError.needsNewerDocsync(
+        "its schema is at step \(applied), which devices from step \(needed) on can use, and this "
+          + "docsync knows steps up to \(steps.last!.version)")
     }
   }
 

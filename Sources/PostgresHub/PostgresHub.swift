@@ -197,15 +197,20 @@ actor Connections {
       if !connection.isClosed { return connection }
     }
     let connection = try await open()
-    if !migrated {
-      do {
+    do {
+      if !migrated {
         schemaVersion = try await Migrations.run(on: connection)
-      } catch {
-        closeInBackground(connection)
-        throw HubError(postgres: error, location: description)
+      } else {
+        // An administrator may have upgraded the hub while this device ran: each new
+        // connection looks again, so that the device refuses in one line rather than failing
+        // query by query.
+        try await Migrations.checkDevicesFrom(connection)
       }
-      migrated = true
+    } catch {
+      closeInBackground(connection)
+      throw HubError(postgres: error, location: description)
     }
+    migrated = true
     if !hasAccount {
       let account: String?
       do {

@@ -17,13 +17,14 @@ public enum SyncError: Error, Sendable, CustomStringConvertible, Equatable {
     }
   }
 
-  /// A hub call's failure: the caller's own file's (a full disk here) is local, any other the
-  /// hub's.
+  /// A hub call's failure: the caller's own file's (a full disk here) is local, and so is a hub
+  /// that answered but needs a newer docsync (this device cannot do its part until upgraded);
+  /// any other is the hub's.
   init(_ error: HubError) {
-    if case .local(let reason) = error {
-      self = .local(reason)
-    } else {
-      self = .hub(error.description)
+    switch error {
+    case .local(let reason): self = .local(reason)
+    case .needsNewerDocsync: self = .local(error.description)
+    default: self = .hub(error.description)
     }
   }
 }

@@ -377,7 +377,7 @@ struct MountCommand: ParsableCommand {
       // mistyped host or password; a mount set up before serves its files offline.
       guard library.isRecorded else { throw CommandFailure(problem) }
       writeText(
-        "docsync: warning: \(problem); serving the local files, syncing once the hub is back\n",
+        "docsync: warning: \(problem); serving the local files meanwhile\n",
         to: 2)
     }
     let engine: SyncEngine

@@ -63,7 +63,8 @@ struct PostgresObjectUpgradeTests {
     try await yOld.putObjects([yChunk])
     #expect(try await steps() == 11)
 
-    // To step 12 only: PostgresKeyedObjectUpgradeTests takes a hub from there to step 14.
+    // To step 12 only: PostgresKeyedObjectUpgradeTests takes a hub on to step 14, whose rows
+    // this test's raw SQL does not name.
     try await PostgresTestCluster.withAdminConnection(database: database) {
       connection -> Void in
       try await Migrations.apply(on: connection, through: 12)

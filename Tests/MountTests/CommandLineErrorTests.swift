@@ -230,6 +230,34 @@ struct CommandLineErrorTests {
     }
   }
 
+  /// A hub file that a newer docsync changed so that this one cannot use it: a new mount is
+  /// refused in one line that says what to do; a mount set up before serves its files (with a
+  /// warning), and `docsync sync` gives the same line.
+  @Test(.needs("sqlite3"))
+  func hubThatNeedsANewerDocsync() throws {
+    try MountFixture.withMount { m throws in
+      try write(m.path("kept.txt"), "kept\n")
+      _ = try check([try MountFixture.docsyncBinary(), "sync", m.mountPoint])
+      try m.unmount()
+      let hub = m.scratch("hub.sqlite")
+      _ = try check([
+        "sqlite3", hub, "INSERT INTO settings (key, value) VALUES ('devices_from', '99')",
+      ])
+      let other = m.scratch("second-mount")
+      let otherState = m.scratch("second-state")
+      try MountFixture.makePrivateFolder(other)
+      try MountFixture.makePrivateFolder(otherState)
+      try expectError(
+        ["mount", other, "--state", otherState, "--hub", hub],
+        keywords: ["this hub needs a newer docsync"])
+      #expect(!MountFixture.mountedPoints().contains(other))
+
+      try m.mount()
+      #expect(try read(m.path("kept.txt")) == "kept\n")
+      try expectError(["sync", m.mountPoint], keywords: ["upgrade docsync on this device"])
+    }
+  }
+
   /// A new mount cannot show anything without its hub, so an unreachable one is an error
   /// there; a mount set up before serves offline (EndToEndTests' PostgreSQL outage shows it).
   @Test(.needs())

@@ -21,14 +21,16 @@
 -- - Devices read objects through docsync.read_objects and docsync.present_objects, which
 --   filter by docsync.current_account_number(); they may no longer select from the table
 --   (row-level security stays, for the functions and against a grant made by mistake). The
---   step raises the device level the hub needs (docsync.hub_requirements, step 13), so that an
---   older docsync refuses in one line rather than failing on its first read.
+--   step says so in its row of docsync.migrations (devices_from, step 13), so that a docsync
+--   that does not know this step refuses in one line rather than failing on its first read.
 -- - The sweep is one statement whose joins are by key: what the released records reached,
 --   then what every remaining record and every recent node reaches, then a join of the
 --   candidates (freed or old) against it. Step 12 tested each row against an array of freed
 --   ids under an OR; with the freed ids as a table, that OR made a subquery per row (see
 --   docs/speed.md).
 --
+UPDATE docsync.migrations SET devices_from = 14 WHERE version = 14;
+
 -- The table is copied, not altered in place, so that the rows are written in the new layout and
 -- the index built packed; every object is kept.
 
