@@ -221,7 +221,9 @@ $$;
 -- released record, or untouched for a day) and nothing reaches it: no remaining record, and no
 -- recent node that is not itself below a released record (an upload whose record is not
 -- committed yet). The candidates are joined, not tested under an OR: with a table of freed
--- keys, `touched < cutoff OR key IN (freed)` became a subquery run for each recent row.
+-- ids, `touched < cutoff OR id IN (SELECT ...)` is a subquery that PostgreSQL hashes only when
+-- it expects the hash to fit in work_mem; else it scans the table again for every row that
+-- the first test lets through, which every recent object is.
 CREATE OR REPLACE FUNCTION docsync.sweep_objects(released bytea[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
@@ -254,14 +256,17 @@ BEGIN
       JOIN docsync.objects AS o ON o.account = number AND o.key = reached.key
       CROSS JOIN LATERAL unnest(o.refs) AS child (key)
   ),
-  doomed (key) AS (
-    SELECT below.key FROM below
-    UNION
-    SELECT o.key FROM docsync.objects AS o WHERE o.account = number AND o.touched < cutoff
+  doomed (key, freed) AS (
+    SELECT below.key, true FROM below
+    UNION ALL
+    SELECT o.key, false FROM docsync.objects AS o WHERE o.account = number AND o.touched < cutoff
   )
   DELETE FROM docsync.objects AS o
     USING doomed
     WHERE o.account = number AND o.key = doomed.key
+      -- Tested on the row as well: a row a device touched (missing_objects found it present)
+      -- while this ran is read again before it is deleted, and stays.
+      AND (doomed.freed OR o.touched < cutoff)
       AND NOT EXISTS (SELECT 1 FROM reached WHERE reached.key = doomed.key);
 END
 $$;
