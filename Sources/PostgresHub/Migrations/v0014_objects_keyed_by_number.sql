@@ -223,10 +223,13 @@ $$;
 -- committed yet). The candidates are joined, not tested under an OR: with a table of freed
 -- ids, `touched < cutoff OR id IN (SELECT ...)` is a subquery that PostgreSQL hashes only when
 -- it expects the hash to fit in work_mem; else it scans the table again for every row that
--- the first test lets through, which every recent object is.
+-- the first test lets through, which every recent object is. Without JIT: compiling this
+-- plan took about 26 MB of the backend's memory (a sweep of 250,000 of 500,000 objects: 134
+-- MiB with it, 108 without) and saved no time.
 CREATE OR REPLACE FUNCTION docsync.sweep_objects(released bytea[]) RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog
+SET jit = off
 AS $$
 DECLARE
   mine name := docsync.current_account();
