@@ -32,21 +32,13 @@ extension SyncEngine {
     if applies.fillsBatch(maxFiles: Self.applyBatchFiles, maxBytes: Self.applyBatchBytes) {
       return true
     }
-    var held: UInt64 = 0
-    for content in fetchedContent.values {
-      held += UInt64(content.count)
-      if held >= Self.applyBatchBytes { return true }
-    }
-    return false
+    return contentState.fetchedBytes >= Self.applyBatchBytes
   }
 
   /// Makes the fetched content that no file took (a conflict version's, or a path's that
-  /// waits for its writer) a blob, with one flush for all, and empties ``fetchedContent``.
+  /// waits for its writer) a blob, with one flush for all, and lets go of it in memory.
   private func keepFetchedContent() {
-    let left = withLock { () -> [ContentHash: [UInt8]] in
-      defer { fetchedContent = [:] }
-      return fetchedContent
-    }
+    let left = withLock { contentState.takeFetched() }
     var added = false
     for (hash, bytes) in left where !blobs.contains(hash) {
       do {
@@ -88,7 +80,7 @@ extension SyncEngine {
     for item in batch { takers[item.hash, default: 0] += 1 }
     let (kept, inMemory) = withLock { () -> (Set<ContentHash>, [ContentHash: [UInt8]]) in
       var inMemory: [ContentHash: [UInt8]] = [:]
-      for item in batch { inMemory[item.hash] = fetchedContent[item.hash] }
+      for item in batch { inMemory[item.hash] = contentState.fetched[item.hash] }
       return (blobsThatMustStay(), inMemory)
     }
     for item in batch {
@@ -103,7 +95,7 @@ extension SyncEngine {
     // `keepFetchedContent` makes it one.
     let staying = kept.union(batch.filter { Self.keepsBlob($0.path) }.map(\.hash))
     withLock {
-      for hash in inMemory.keys where !staying.contains(hash) { fetchedContent[hash] = nil }
+      for hash in inMemory.keys where !staying.contains(hash) { contentState.release(hash) }
     }
     guard !ready.isEmpty else { return }
     // The new working files, and the blobs' names (the pulled records that name them become
@@ -246,8 +238,9 @@ extension SyncEngine {
         // The blob's file cannot be read (a failing disk), not the new file written: the hub's
         // copy is fetched over it, rather than this read failing again on every turn.
         withLock {
-          unreadableBlobs.insert(item.hash)
-          noteMissing(item.hash, .damagedHere)
+          if contentState.noteUnreadable(item.hash, retryAt: monotonicMilliseconds()) {
+            changeLog.wake.signal()
+          }
         }
       }
     case .otherBytes:
@@ -264,7 +257,7 @@ extension SyncEngine {
   }
 
   /// A new working file with `content`, fetched and checked against its hash on arrival
-  /// (``fetchedContent``), and the version's time: one create and one write, made durable here
+  /// (``ContentState/fetched``), and the version's time: one create and one write, made durable here
   /// or with its batch when `durable` is false; nil when it cannot be written.
   private func write(_ content: [UInt8], for item: FileApply, durable: Bool) -> Incoming? {
     do throws(ContentError) {

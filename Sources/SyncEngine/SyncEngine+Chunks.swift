@@ -226,7 +226,7 @@ extension SyncEngine {
     }
     try await flush()
     try await settle()
-    withLock { objectBytesSent = saturatingSum(objectBytesSent, sentBytes) }
+    withLock { contentState.sent(sentBytes) }
     return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
   }
 
@@ -426,7 +426,7 @@ extension SyncEngine {
         offset += entry.size
       }
     }
-    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }
+    withLock { contentState.received(receivedBytes) }
     guard sha.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else {
       // The ids were left for now (``ObjectVerifier/chunkCheckedLater(_:for:)``): which
       // objects lie is read back from what was written. When none does, the record itself
@@ -519,7 +519,7 @@ extension SyncEngine {
     return (.missingOnHub, nil)
   }
 
-  /// Fetches small content of one chunk each together, into ``fetchedContent``, as
+  /// Fetches small content of one chunk each together, into ``ContentState/fetched``, as
   /// ``fetchSmallContent(_:)`` does for blobs; returns the hashes that arrived.
   func fetchSmallChunked(_ items: [(hash: ContentHash, root: ContentRoot)]) async throws(SyncError)
     -> Set<ContentHash>
@@ -548,7 +548,7 @@ extension SyncEngine {
       }
       withLock {
         for (hash, bytes) in plain {
-          fetchedContent[hash] = bytes
+          contentState.hold(bytes, for: hash)
           arrived.insert(hash)
         }
       }
@@ -564,7 +564,7 @@ extension SyncEngine {
         logger.warning("cannot keep the chunk lists of fetched content: \(error)")
       }
     }
-    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, receivedBytes) }
+    withLock { contentState.received(receivedBytes) }
     return arrived
   }
 

@@ -42,9 +42,11 @@ extension SyncEngine {
   func trimContentCacheIfDue(force: Bool = false) {
     let now = monotonicMilliseconds()
     let due = withLock { () -> Bool in
-      guard force || now >= saturatingSum(lastCacheTrim, Self.contentCacheCheckMilliseconds)
+      guard
+        force
+          || now >= saturatingSum(contentState.lastCacheTrim, Self.contentCacheCheckMilliseconds)
       else { return false }
-      lastCacheTrim = now
+      contentState.lastCacheTrim = now
       return true
     }
     guard due else { return }
@@ -58,9 +60,11 @@ extension SyncEngine {
       if file.used <= recent { files.append(file) }
     }
     let chunkListsDue = withLock { () -> Bool in
-      guard force || now >= saturatingSum(lastChunkListTrim, Self.chunkListTrimMilliseconds)
+      guard
+        force
+          || now >= saturatingSum(contentState.lastChunkListTrim, Self.chunkListTrimMilliseconds)
       else { return false }
-      lastChunkListTrim = now
+      contentState.lastChunkListTrim = now
       return true
     }
     guard total > Self.contentCacheBytes || chunkListsDue else { return }
@@ -79,7 +83,7 @@ extension SyncEngine {
         if let hash = library.known[id]?.content.blobHash { needed.insert(hash.hex) }
       }
       for item in applies.pendingApplies.values { needed.insert(item.hash.hex) }
-      for hash in missingBlobs.keys { needed.insert(hash.hex) }
+      for hash in contentState.missing.keys { needed.insert(hash.hex) }
       return needed
     }
     defer {

@@ -250,7 +250,7 @@ extension SyncEngine {
     for hash in hashes.sorted() {
       guard let size = blobs.blobIdentity(hash)?.size else { continue }
       blobs.remove(hash)
-      withLock { missingBlobs[hash] = nil }
+      withLock { contentState.settled(hash) }
       removed.blobs += 1
       removed.bytes = saturatingSum(removed.bytes, UInt64(size))
     }

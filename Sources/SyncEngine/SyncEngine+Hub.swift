@@ -208,7 +208,7 @@ extension SyncEngine {
                 .transferred(direction: .upload, files: uploaded.files, bytes: uploaded.bytes),
                 time: wallMilliseconds())
             }
-            contentUploaded = []
+            contentState.outboxEmptied()
           }
         }
         return
@@ -234,7 +234,7 @@ extension SyncEngine {
             }
             continue
           }
-          withLock { _ = contentUploaded.insert(record.id) }
+          withLock { contentState.noteUploaded(record.id) }
         }
         ready.append(record)
       }
@@ -257,7 +257,7 @@ extension SyncEngine {
       let released = try withLock { () throws(SyncError) -> [ContentHash] in
         try persist(ready.map { .dequeue(id: $0.id.bytes) })
         library.uploaded(sent)
-        contentUploaded.subtract(sent)
+        contentState.recordsSent(sent)
         connection.noteUploaded(
           files: ready.count, bytes: ready.reduce(0) { saturatingSum($0, $1.content.size ?? 0) })
         return blobsHeldByWorkingFiles(ready)
@@ -326,7 +326,7 @@ extension SyncEngine {
         }
         try await hub.putBlob(hash: hash.bytes, from: file.descriptor, checked: checked)
         if let size = file.identity()?.size {
-          withLock { objectBytesSent = saturatingSum(objectBytesSent, UInt64(size)) }
+          withLock { contentState.sent(UInt64(size)) }
         }
         return true
       } catch .integrity(let reason) {
@@ -551,11 +551,11 @@ extension SyncEngine {
   }
 
   /// The largest content that a pull brings into memory for the file that takes it (see
-  /// ``fetchedContent``), where larger content streams into a blob file.
+  /// ``ContentState/fetched``), where larger content streams into a blob file.
   static let smallContent: UInt64 = 64 << 10
 
   /// Fetches small content together (``Hub/smallBlobs(hashes:sizeLimit:)``), into
-  /// ``fetchedContent``; returns the hashes that arrived. The rest take ``fetchBlob(_:durable:)``.
+  /// ``ContentState/fetched``; returns the hashes that arrived. The rest take ``fetchBlob(_:durable:)``.
   func fetchSmallContent(_ hashes: [ContentHash]) async throws(SyncError) -> Set<ContentHash> {
     var arrived: Set<ContentHash> = []
     // A page at most: the hub reads each request in one transaction.
@@ -571,7 +571,7 @@ extension SyncEngine {
       withLock {
         for hash in part {
           guard let content = bytes[hash.bytes] else { continue }
-          fetchedContent[hash] = content
+          contentState.hold(content, for: hash)
           arrived.insert(hash)
         }
       }
@@ -622,7 +622,7 @@ extension SyncEngine {
     // the blob becomes a working file while its file is as installed (a 1 GiB pull spent a
     // second on that second read).
     let fetched = UInt64(blob.size)
-    withLock { objectBytesReceived = saturatingSum(objectBytesReceived, fetched) }
+    withLock { contentState.received(fetched) }
     do throws(ContentError) {
       try blobs.install(blob, as: hash, durable: durable)
     } catch {

@@ -481,7 +481,7 @@ extension SyncEngine {
         return show(path, record, local)
       }
       guard let hash = record.content.blobHash else { return false }
-      guard fetchedContent[hash] != nil || holdsContent(hash, preferring: path) else {
+      guard contentState.isHeld(hash) || holdsContent(hash, preferring: path) else {
         noteMissing(hash)
         return false
       }

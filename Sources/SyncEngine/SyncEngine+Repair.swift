@@ -40,22 +40,20 @@ extension SyncEngine {
   /// The paths and conflict versions whose content is on its way, and why, in path order.
   /// Walks the documents only while some blob is missing. Called with the lock held.
   func waitingForContent() -> [ContentWaiting] {
-    guard !missingBlobs.isEmpty else { return [] }
+    guard !contentState.missing.isEmpty else { return [] }
     var waiting: [ContentWaiting] = []
     for (path, entry) in library.state.entries {
       guard case .document(let record) = entry, let hash = record.content.blobHash,
-        let missing = missingBlobs[hash]
+        let reason = contentState.waitReason(hash)
       else { continue }
-      waiting.append(ContentWaiting(path: path, version: nil, reason: missing.reason))
+      waiting.append(ContentWaiting(path: path, version: nil, reason: reason))
     }
     for (path, versions) in library.state.conflicts {
       for record in versions {
-        guard let hash = record.content.blobHash, let missing = missingBlobs[hash] else {
-          continue
-        }
+        guard let hash = record.content.blobHash, let reason = contentState.waitReason(hash)
+        else { continue }
         waiting.append(
-          ContentWaiting(
-            path: path, version: VersionsName.string(for: record), reason: missing.reason))
+          ContentWaiting(path: path, version: VersionsName.string(for: record), reason: reason))
       }
     }
     return waiting.sorted { ($0.path, $0.version ?? "") < ($1.path, $1.version ?? "") }
@@ -67,16 +65,9 @@ extension SyncEngine {
     _ hash: ContentHash, _ reason: ContentWait = .fetching, awaiting awaited: [UInt8]? = nil,
     delay: UInt64 = 0
   ) {
-    guard var entry = missingBlobs[hash] else {
-      missingBlobs[hash] = MissingBlob(
-        retryAt: monotonicMilliseconds() + delay, backoff: 1000, reason: reason,
-        awaited: awaited)
+    let retryAt = monotonicMilliseconds() + delay
+    if contentState.noteMissing(hash, reason, awaiting: awaited, retryAt: retryAt) {
       changeLog.wake.signal()
-      return
-    }
-    if reason != .fetching {
-      entry.note(reason, awaiting: awaited)
-      missingBlobs[hash] = entry
     }
   }
 
@@ -85,9 +76,7 @@ extension SyncEngine {
   /// soon as the hub no longer wants it (a device has put it again).
   func fetchMissingBlobs() async throws(SyncError) {
     let now = monotonicMilliseconds()
-    var due = withLock {
-      missingBlobs.filter { $0.value.retryAt <= now }.map(\.key).sorted()
-    }
+    var due = withLock { contentState.due(at: now) }
     // Many at once (the rest of an initial sync after a restart): small content comes into
     // memory together, as a pull brings it, for the next applyPending; the others that are
     // due wait for the next round, so memory holds a bounded number of them.
@@ -95,28 +84,22 @@ extension SyncEngine {
       due = Array(due.prefix(Self.missingPerRound))
       let arrived = try await fetchSmallContent(due)
       withLock {
-        for hash in arrived {
-          missingBlobs[hash] = nil
-          // Arrived in memory for the change that needs it; a file that cannot be read stays,
-          // and is marked again if it is needed again.
-          unreadableBlobs.remove(hash)
-        }
+        // Arrived in memory for the change that needs it; a file that cannot be read stays,
+        // and is marked again if it is needed again.
+        for hash in arrived { contentState.settled(hash) }
       }
       due.removeAll { arrived.contains($0) }
     }
     for hash in due {
-      let unreadable = withLock { unreadableBlobs.contains(hash) }
+      let unreadable = withLock { contentState.isUnreadable(hash) }
       let wait = blobs.contains(hash) && !unreadable ? nil : try await fetchBlob(hash)
       withLock {
         if blobs.contains(hash) && (!unreadable || wait == nil) {
-          missingBlobs[hash] = nil
-          unreadableBlobs.remove(hash)
+          contentState.settled(hash)
           logger.info("fetched blob \(hash.hex) again")
-        } else if var entry = missingBlobs[hash] {
-          entry.retryAt = monotonicMilliseconds() + entry.backoff
-          entry.backoff = min(entry.backoff * 2, 60_000)
-          if let wait { entry.note(wait.reason, awaiting: wait.awaited) }
-          missingBlobs[hash] = entry
+        } else {
+          contentState.failedAgain(
+            hash, at: monotonicMilliseconds(), reason: wait?.reason, awaited: wait?.awaited)
         }
       }
     }
@@ -181,9 +164,6 @@ extension SyncEngine {
   /// wanted (`stillWanted`: both lists, blobs' hashes and objects' ids): a device has put it
   /// again. Called with the lock held.
   func fetchAgainWhatWasPut(stillWanted: Set<[UInt8]>) {
-    for (hash, entry) in missingBlobs {
-      guard let awaited = entry.awaited, !stillWanted.contains(awaited) else { continue }
-      missingBlobs[hash] = MissingBlob(retryAt: 0, backoff: 1000, reason: .fetching)
-    }
+    contentState.fetchAgainWhatWasPut(stillWanted: stillWanted)
   }
 }

@@ -106,28 +106,10 @@ public final class SyncEngine: @unchecked Sendable {
   var merges = MergeState()
   /// The link with the hub, its status, and the requests waiting for the loop.
   var connection = ConnectionState()
-  /// Small content just fetched (checked against its hash), held in memory until the files
-  /// that take it are written (`applyPending`), so that it is written once, into them, with
-  /// no blob file of its own; what no file took then becomes a blob. Never durable: a crash
-  /// before it lands leaves records whose content is fetched again.
-  var fetchedContent: [ContentHash: [UInt8]] = [:]
-  /// Bytes of content objects this run put on the hub and fetched from it (as stored:
-  /// compressed): what chunks save shows here.
-  var objectBytesSent: UInt64 = 0
-  var objectBytesReceived: UInt64 = 0
-  /// When the chunk lists of content no longer held were last let go (monotonic ms).
-  var lastChunkListTrim: UInt64 = 0
-  /// Blobs to fetch again (missing, or found damaged).
-  var missingBlobs: [ContentHash: MissingBlob] = [:]
-  /// Blobs among `missingBlobs` whose file is there and cannot be read (a failing disk): fetched
-  /// again over it, which stays until the hub's copy has arrived whole.
-  var unreadableBlobs: Set<ContentHash> = []
+  /// Content on its way: blobs to fetch again, small content fetched and not yet written,
+  /// uploads ahead of their records, bytes moved.
+  var contentState = ContentState()
   weak var tree: (any LocalTree)?
-  /// Queued versions whose content is on the hub already, their records not yet: counted as
-  /// done, so that progress moves with each file rather than with each batch of records.
-  var contentUploaded: Set<VersionID> = []
-  /// When the loop last looked at the size of the content cache (monotonic milliseconds).
-  var lastCacheTrim: UInt64 = 0
   private var loop: Task<Void, Never>?
   /// The thread the loop and the engine's other tasks run on: never the shared cooperative
   /// pool, which FUSE threads blocked in a wait could starve.
@@ -502,7 +484,7 @@ public final class SyncEngine: @unchecked Sendable {
       }
       var upload = SyncStatus.Transfer()
       let waiting = library.uploadsWaiting
-      let sent = waiting.filter { contentUploaded.contains($0.id) }
+      let sent = waiting.filter { contentState.uploaded.contains($0.id) }
       upload.doneFiles = connection.uploaded.files + sent.count
       // A version may reuse content another device claimed the size of: added without a trap.
       upload.doneBytes = sent.reduce(connection.uploaded.bytes) {
@@ -523,7 +505,7 @@ public final class SyncEngine: @unchecked Sendable {
           $0.path < $1.path
         },
         heldBack: Set(library.stalled.compactMap { library.known[$0]?.path }).sorted(),
-        contentBytesSent: objectBytesSent, contentBytesReceived: objectBytesReceived)
+        contentBytesSent: contentState.bytesSent, contentBytesReceived: contentState.bytesReceived)
     }
   }
 

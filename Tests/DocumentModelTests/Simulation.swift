@@ -1077,6 +1077,7 @@ struct Schedule {
   /// another device's outbox) stays.
   mutating func forget(_ device: Int) {
     guard devices[device].online else { return }
+    takeAncestors(device)
     let set = devices[device].set
     let paths = set.paths.filter { !set.ids(at: $0).isEmpty }.sorted()
     guard !paths.isEmpty else { return }
@@ -1091,6 +1092,27 @@ struct Schedule {
     }
     devices[device].outbox.removeAll { ids.contains($0.id) }
     drop(ids, at: device)
+  }
+
+  /// The hub gives records in the order they were committed, and a version is committed after
+  /// its parents, so a device that knows a version knows every ancestor the hub keeps. The
+  /// simulation delivers in any order; before a forget, whose promise rests on that, the device
+  /// takes in the ancestors still waiting for it, as its pull would have. Otherwise it would
+  /// erase a version and leave its ancestor, say one whose content retention let go, to become
+  /// a head again on the devices that hold it, and wait for ever on those that do not.
+  mutating func takeAncestors(_ device: Int) {
+    while true {
+      let set = devices[device].set
+      var wanted: Set<VersionID> = []
+      for record in set.records.values {
+        wanted.formUnion(record.parents.filter { !set.contains($0) })
+      }
+      guard let index = devices[device].inbox.firstIndex(where: { wanted.contains($0.id) })
+      else { return }
+      let message = devices[device].inbox[index]
+      devices[device].inbox.removeAll { $0.id == message.id }
+      receive(message, at: device)
+    }
   }
 
   mutating func learnErasures(_ device: Int) {
@@ -1237,7 +1259,9 @@ struct Schedule {
     if let text = ProcessInfo.processInfo.environment["DOCSYNC_SIM_SEED"], let seed = UInt64(text) {
       seeds = [seed]
     } else {
-      let first = UInt64(chunk * Self.schedulesPerChunk)
+      // DOCSYNC_SIM_FIRST moves the whole run to other seeds, to search beyond CI's.
+      let base = ProcessInfo.processInfo.environment["DOCSYNC_SIM_FIRST"].flatMap { UInt64($0) }
+      let first = (base ?? 0) + UInt64(chunk * Self.schedulesPerChunk)
       seeds = Array(first..<first + UInt64(Self.schedulesPerChunk))
     }
     var refused = 0
