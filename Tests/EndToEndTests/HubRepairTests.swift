@@ -135,7 +135,10 @@ struct HubBytes {
       let frame = "00" + hexOf(bytes)
       if isPostgres {
         try psql(
-          "UPDATE docsync.objects SET data = '\\x\(frame)'::bytea WHERE id = '\\x\(id)'::bytea")
+          """
+          UPDATE docsync.objects SET data = '\\x\(frame)'::bytea
+          WHERE int8send(key) || rest = '\\x\(id)'::bytea
+          """)
       } else {
         try sqlite("UPDATE objects SET data = X'\(frame)' WHERE id = X'\(id)'")
       }
@@ -160,7 +163,11 @@ struct HubBytes {
   private func storedObject(_ id: String) throws -> [UInt8]? {
     let output =
       isPostgres
-      ? try psql("SELECT encode(data, 'hex') FROM docsync.objects WHERE id = '\\x\(id)'::bytea")
+      ? try psql(
+        """
+        SELECT encode(data, 'hex') FROM docsync.objects
+        WHERE int8send(key) || rest = '\\x\(id)'::bytea
+        """)
       : try sqlite("SELECT lower(hex(data)) FROM objects WHERE id = X'\(id)'")
     let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
     return text.isEmpty ? nil : bytes(fromHex: text)
