@@ -86,6 +86,7 @@ let package = Package(
         .embedInCode("Migrations/v0011_append_holds_the_head_briefly.sql"),
         .embedInCode("Migrations/v0012_smaller_object_rows.sql"),
         .embedInCode("Migrations/v0013_devices_from.sql"),
+        .embedInCode("Migrations/v0014_objects_keyed_by_number.sql"),
       ],
       swiftSettings: strict
     ),

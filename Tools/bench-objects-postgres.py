@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -36,6 +37,40 @@ def timed(argv, env):
         sys.exit(f"{argv[1]} failed: {result.stdout}{result.stderr}")
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)
     return result.stdout.strip(), int(peak.group(1)) / 1024 if peak else float("nan")
+
+
+class BackendMemory:
+    """Samples the private memory (RssAnon, which leaves out the shared buffers a backend maps)
+    of the server processes that serve `database`, every 0.1 s, while it runs: their peak."""
+
+    def __init__(self, database):
+        self.marker = f" {database} ".encode()
+        self.peak_kib = 0
+        self.running = True
+        self.thread = threading.Thread(target=self.sample, daemon=True)
+        self.thread.start()
+
+    def sample(self):
+        while self.running:
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    # A backend's title: "postgres: ROLE DATABASE HOST(PORT) STATE".
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        title = f.read()
+                    if not title.startswith(b"postgres: ") or self.marker not in title:
+                        continue
+                    with open(f"/proc/{pid}/status") as f:
+                        for line in f:
+                            if line.startswith("RssAnon:"):
+                                self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+                except OSError:
+                    continue
+            time.sleep(0.1)
+
+    def stop(self):
+        self.running = False
+        self.thread.join()
+        return self.peak_kib / 1024
 
 
 def main():
@@ -81,15 +116,20 @@ def main():
     psql(admin, "UPDATE docsync.objects SET touched = touched - interval '2 days'")
     psql(admin, "VACUUM ANALYZE")
     started = time.monotonic()
+    server = BackendMemory(database)
     pruned, prune_peak = timed([args.bench_objects, "prune", hub, str(args.chunks)], env)
     prune_seconds = time.monotonic() - started
+    server_peak = server.stop()
+    load = os.getloadavg()
     left = int(psql(admin, "SELECT count(*) FROM docsync.objects"))
     print(f"{pruned}; {left} objects left; {prune_seconds:.1f} s, client peak "
-          f"{prune_peak:.0f} MiB")
+          f"{prune_peak:.0f} MiB, server backend peak {server_peak:.0f} MiB (RssAnon); load "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}")
     figures = {"hub": "postgres", "chunks": args.chunks, "objects": objects,
                "tables_bytes": total, "data_bytes": data, "metadata_per_object": per_object,
                "fill_seconds": fill_seconds, "prune_seconds": prune_seconds,
-               "prune_client_peak_mib": prune_peak, "objects_left": left}
+               "prune_client_peak_mib": prune_peak,
+               "prune_server_peak_mib": server_peak, "load_average": load, "objects_left": left}
     os.makedirs(args.results, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     with open(os.path.join(args.results, f"objects-postgres-{stamp}.json"), "w") as f:

@@ -25,6 +25,7 @@ enum Migrations {
     ),
     (12, "v0012_smaller_object_rows", PackageResources.v0012_smaller_object_rows_sql),
     (13, "v0013_devices_from", PackageResources.v0013_devices_from_sql),
+    (14, "v0014_objects_keyed_by_number", PackageResources.v0014_objects_keyed_by_number_sql),
   ]
 
   /// The last step a device needs to work correctly: step 9's content objects, which new
@@ -34,6 +35,9 @@ enum Migrations {
   /// hub an administrator has not upgraded yet, rather than refusing to sync until someone
   /// does.
   static let required = 9
+
+  /// The step from which devices read objects through functions (PostgresHub+Objects.swift).
+  static let objectsKeyedByNumber = 14
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63

@@ -6,9 +6,11 @@ import PostgresNIO
 // Migrations/v0009_content_objects.sql: a device reads its account's objects under row-level
 // security and writes none of them directly, so it can neither damage a stored object nor
 // remove one; the functions check what they store and keep the hub's own check of each.
-// Reads name no account: row-level security gives a device its own account's rows, whether
-// the hub keys them by the account's name (steps 9 to 11) or by its number (step 12,
-// Migrations/v0012_smaller_object_rows.sql), and its condition is the index's first column.
+// Reads name no account: before step 14, row-level security gives a device its own account's
+// rows, whether the hub keys them by the account's name (steps 9 to 11) or by its number (step
+// 12, Migrations/v0012_smaller_object_rows.sql). From step 14
+// (Migrations/v0014_objects_keyed_by_number.sql) a row holds an id cut in two, and a device
+// reads through docsync.read_objects and docsync.present_objects, which filter by its account.
 extension PostgresHub: ObjectStore {
   public func missingObjects(_ ids: [[UInt8]]) async throws(HubError) -> [[UInt8]] {
     guard !ids.isEmpty else { return [] }
@@ -35,7 +37,8 @@ extension PostgresHub: ObjectStore {
       // can the refusal name the child, as the protocol says.
       if !references.isEmpty {
         let stored = try await Self.storedObjectIDs(
-          references.map { ByteBuffer(bytes: $0) }, connection)
+          references.map { ByteBuffer(bytes: $0) },
+          throughFunctions: await self.readsObjectsThroughFunctions(), connection)
         var earlier: Set<[UInt8]> = []
         for object in objects {
           if let absent = object.references.first(where: {
@@ -59,11 +62,17 @@ extension PostgresHub: ObjectStore {
     guard !ids.isEmpty else { return [:] }
     try HubObject.check(ids: ids)
     let stored = try await withConnection { connection in
-      let rows = try await connection.rows(
-        """
-        SELECT id, data, "check" FROM docsync.objects
-        WHERE id = ANY(\(ids.map { ByteBuffer(bytes: $0) })::bytea[])
-        """)
+      let asked = ids.map { ByteBuffer(bytes: $0) }
+      let rows =
+        await self.readsObjectsThroughFunctions()
+        ? try await connection.rows(
+          """
+          SELECT id, data, "check" FROM docsync.read_objects(\(asked)::bytea[])
+          """)
+        : try await connection.rows(
+          """
+          SELECT id, data, "check" FROM docsync.objects WHERE id = ANY(\(asked)::bytea[])
+          """)
       var found: [(id: [UInt8], data: [UInt8], check: [UInt8])] = []
       for (id, data, check) in try rows.decode((ByteBuffer, ByteBuffer, ByteBuffer).self) {
         found.append(
@@ -110,13 +119,22 @@ extension PostgresHub: ObjectStore {
     }
   }
 
-  static func storedObjectIDs(_ ids: [ByteBuffer], _ connection: PostgresConnection) async throws
-    -> Set<[UInt8]>
-  {
-    let rows = try await connection.rows(
-      """
-      SELECT id FROM docsync.objects WHERE id = ANY(\(ids)::bytea[])
-      """)
+  /// Whether this hub's devices read objects through functions; known once a connection has
+  /// looked at the schema, as every caller's has.
+  func readsObjectsThroughFunctions() async -> Bool {
+    await connections.schemaVersion >= Migrations.objectsKeyedByNumber
+  }
+
+  static func storedObjectIDs(
+    _ ids: [ByteBuffer], throughFunctions: Bool, _ connection: PostgresConnection
+  ) async throws -> Set<[UInt8]> {
+    let rows =
+      throughFunctions
+      ? try await connection.rows("SELECT docsync.present_objects(\(ids)::bytea[])")
+      : try await connection.rows(
+        """
+        SELECT id FROM docsync.objects WHERE id = ANY(\(ids)::bytea[])
+        """)
     var found: Set<[UInt8]> = []
     for id in try rows.decode(ByteBuffer.self) { found.insert(Array(id.readableBytesView)) }
     return found

@@ -32,7 +32,7 @@ extension PostgresHub {
       try await connection.run("SELECT docsync.lock_head()")
       let fresh = try await Self.unknown(batch, payloads, connection)
       guard !fresh.isEmpty else { return }
-      if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+      if let missing = try await self.firstMissingBlob(of: fresh, connection) {
         throw HubError.missingBlob(missing)
       }
       // Every hash named is a stored blob's, so 32 bytes: each record's hashes travel joined
@@ -63,7 +63,7 @@ extension PostgresHub {
   {
     let fresh = try await withConnection { connection in
       let fresh = try await Self.unknown(batch, payloads, connection)
-      if !fresh.isEmpty, let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+      if !fresh.isEmpty, let missing = try await self.firstMissingBlob(of: fresh, connection) {
         throw HubError.missingBlob(missing)
       }
       return fresh
@@ -87,7 +87,7 @@ extension PostgresHub {
         case "23503":
           // A blob or object named went (pruned or forgotten) since the look above: say which.
           try await connection.run("ROLLBACK")
-          if let missing = try await Self.firstMissingBlob(of: fresh, connection) {
+          if let missing = try await self.firstMissingBlob(of: fresh, connection) {
             throw HubError.missingBlob(missing)
           }
           throw error
@@ -119,7 +119,7 @@ extension PostgresHub {
   }
 
   /// A blob or object hash that one of `records` names and the hub does not hold, if any.
-  static func firstMissingBlob(of records: [HubRecord], _ connection: PostgresConnection)
+  func firstMissingBlob(of records: [HubRecord], _ connection: PostgresConnection)
     async throws -> [UInt8]?
   {
     let named = Set(records.flatMap(\.blobs))
@@ -128,7 +128,9 @@ extension PostgresHub {
     let keys = named.map { ByteBuffer(bytes: $0) }
     var found = try await Self.storedHashes(keys, connection)
     if found.count < named.count {
-      found.formUnion(try await Self.storedObjectIDs(keys, connection))
+      found.formUnion(
+        try await Self.storedObjectIDs(
+          keys, throughFunctions: await readsObjectsThroughFunctions(), connection))
     }
     for record in records {
       if let missing = record.blobs.first(where: { !found.contains($0) }) { return missing }

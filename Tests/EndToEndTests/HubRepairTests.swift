@@ -135,7 +135,10 @@ struct HubBytes {
       let frame = "00" + hexOf(bytes)
       if isPostgres {
         try psql(
-          "UPDATE docsync.objects SET data = '\\x\(frame)'::bytea WHERE id = '\\x\(id)'::bytea")
+          """
+          UPDATE docsync.objects SET data = '\\x\(frame)'::bytea
+          WHERE int8send(key) || rest = '\\x\(id)'::bytea
+          """)
       } else {
         // Held in its row, as objects stored before packs are, its pack's copy no longer named.
         try sqlite("UPDATE objects SET data = X'\(frame)', pack = NULL WHERE id = X'\(id)'")
@@ -176,7 +179,11 @@ struct HubBytes {
     }
     let output =
       isPostgres
-      ? try psql("SELECT encode(data, 'hex') FROM docsync.objects WHERE id = '\\x\(id)'::bytea")
+      ? try psql(
+        """
+        SELECT encode(data, 'hex') FROM docsync.objects
+        WHERE int8send(key) || rest = '\\x\(id)'::bytea
+        """)
       : try sqlite("SELECT lower(hex(data)) FROM objects WHERE id = X'\(id)'")
     let text = output.trimmingCharacters(in: .whitespacesAndNewlines)
     return text.isEmpty ? nil : bytes(fromHex: text)

@@ -63,12 +63,13 @@ struct PostgresObjectUpgradeTests {
     try await yOld.putObjects([yChunk])
     #expect(try await steps() == 11)
 
-    let upgraded = try await PostgresTestCluster.withAdminConnection(database: database) {
-      connection in
-      try await Migrations.run(on: connection)
+    // To step 12 only: PostgresKeyedObjectUpgradeTests takes a hub on to step 14, whose rows
+    // this test's raw SQL does not name.
+    try await PostgresTestCluster.withAdminConnection(database: database) {
+      connection -> Void in
+      try await Migrations.apply(on: connection, through: 12)
     }
-    #expect(upgraded == Migrations.steps.last!.version)
-    #expect(try await steps() == Migrations.steps.last!.version)
+    #expect(try await steps() == 12)
 
     let x = try PostgresHub(location: moved(xURL))
     let kept = [shared, onlyFirst, onlySecond, first, second, loose]

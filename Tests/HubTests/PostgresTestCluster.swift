@@ -216,7 +216,7 @@ struct PostgresObjectStoreTests {
           try await connection.query(
             """
             UPDATE docsync.objects SET data = set_byte(data, 1, get_byte(data, 1) # 255)
-            WHERE id = \(ByteBuffer(bytes: id))
+            WHERE int8send(key) || rest = \(ByteBuffer(bytes: id))
             """, logger: PostgresTestCluster.logger)
         }
       })
