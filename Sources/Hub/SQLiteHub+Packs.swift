@@ -23,6 +23,17 @@ extension SQLiteHub {
           -- A docsync without packs would read a packed object as empty, find it damaged and
           -- drop it: it must refuse this hub file (SQLiteHub.format).
           INSERT OR REPLACE INTO settings (key, value) VALUES ('devices_from', '2');
+          -- A docsync from before devices_from does not read that setting: a mount still
+          -- running an older build (the package upgraded under it) would drop packed objects
+          -- as damaged and prune them unread. Deleting a packed row calls a function only this
+          -- docsync and later ones define on their connections (SQLiteHub.formatFunction); an
+          -- older one cannot even prepare a delete from objects, so it fails, with its
+          -- transaction, and nothing is lost.
+          CREATE TRIGGER packed_objects_need_format_2 BEFORE DELETE ON objects
+          WHEN OLD.pack IS NOT NULL
+          BEGIN
+            SELECT docsync_hub_format();
+          END;
           """)
     }
   }

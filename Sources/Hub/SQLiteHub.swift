@@ -107,6 +107,7 @@ public final class SQLiteHub: Hub {
     configuration.label = "docsync.hub"
     configuration.busyMode = .timeout(Self.busyTimeout)
     configuration.prepareDatabase { db in
+      db.add(function: Self.formatFunction)
       // Only a file with no table yet takes this (before WAL mode writes its header): a new hub
       // gives pruned space back by incremental vacuum from the start, never by a full VACUUM,
       // which would hold every mount's writes for as long as it copies the whole hub.
@@ -288,6 +289,13 @@ public final class SQLiteHub: Hub {
     registerPacksMigration(&migrator)
     return migrator
   }
+
+  /// `docsync_hub_format()`: the format this docsync reads, defined on each of its connections.
+  /// Triggers call it where a docsync that predates `devices_from` would do harm (see the packs
+  /// step): there it is undefined, so the statement fails instead.
+  static let formatFunction = DatabaseFunction(
+    "docsync_hub_format", argumentCount: 0, pure: true
+  ) { _ in format }
 
   /// Refuses, in one line, a hub file that a newer docsync changed in a way this one cannot use.
   ///

@@ -56,6 +56,35 @@ struct SQLiteHubPackTests {
     try await hub.prune(records: [[UInt8](repeating: 0xEE, count: 32)])
   }
 
+  /// A docsync from before `devices_from` (a mount still running the build a package upgrade
+  /// replaced) cannot delete an object: it would take a packed one for damaged, or prune it
+  /// unread.
+  /// Its connections lack the format function, as this plain queue does; the hub's have it.
+  @Test func aConnectionWithoutTheFormatFunctionCannotDeleteAPackedObject() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: path)
+    let packed = Self.object(1)
+    try await hub.putObjects([packed])
+    #expect(try Self.place(packed.id, in: path)?.pack != nil)
+    let older = try DatabaseQueue(path: path)
+    #expect(throws: DatabaseError.self) {
+      try older.write { db in
+        try db.execute(sql: "DELETE FROM objects WHERE id = ?", arguments: [Data(packed.id)])
+      }
+    }
+    #expect(try await hub.objects([packed.id]) == [packed.id: packed.data])
+    // SQLite resolves the trigger's function when it prepares the delete: such a docsync can
+    // delete no object at all, which is what it must not do on a hub it does not understand.
+    #expect(throws: DatabaseError.self) {
+      try older.write { db in try db.execute(sql: "DELETE FROM objects WHERE pack IS NULL") }
+    }
+    // The hub's own connections delete packed rows as prune and repair need.
+    try Self.age([packed.id], in: path)
+    try await Self.prune(hub)
+    #expect(try Self.rowCount(path) == 0)
+  }
+
   @Test func manyObjectsGoIntoSeveralPacksAndReadBack() async throws {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
