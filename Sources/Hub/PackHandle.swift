@@ -32,21 +32,11 @@ final class PackHandle: Sendable {
   /// Reads `length` bytes at `offset`; fewer when the file ends first (a damaged pack, which
   /// the object's check then finds).
   func read(at offset: Int64, length: Int) throws(HubError) -> [UInt8] {
-    var bytes = [UInt8](repeating: 0, count: length)
-    var done = 0
-    while done < length {
-      let count = bytes.withUnsafeMutableBytes { buffer in
-        pread(descriptor, buffer.baseAddress! + done, length - done, off_t(offset) + off_t(done))
-      }
-      if count < 0 {
-        if errno == EINTR { continue }
-        throw .failed("cannot read the hub's pack \(name): \(BlobFile.errorText())")
-      }
-      if count == 0 { break }
-      done += count
+    do {
+      return try BlobFile.readChunk(descriptor, at: offset, count: length, of: .hub)
+    } catch {
+      throw .failed("cannot read the hub's pack \(name): \(BlobFile.errorText())")
     }
-    if done < length { bytes.removeLast(length - done) }
-    return bytes
   }
 
   /// Writes all of `bytes` at `offset`.
