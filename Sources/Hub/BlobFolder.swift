@@ -254,7 +254,8 @@ struct BlobFolder: Sendable {
     }
   }
 
-  private static func syncFolder(containing path: String) {
+  /// Makes the name of `path` durable in its folder (a new blob or pack folder beside the hub).
+  static func syncFolder(containing path: String) {
     let fd = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
     guard fd >= 0 else { return }
     _ = fsync(fd)

@@ -38,12 +38,7 @@ final class PackFolder: Sendable {
     self.path = path
     self.packSize = packSize
     if mkdir(path, 0o700) == 0 {
-      let parent = open(
-        (path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-      if parent >= 0 {
-        _ = fsync(parent)
-        _ = Glibc.close(parent)
-      }
+      BlobFolder.syncFolder(containing: path)
     } else if errno != EEXIST {
       throw .invalidLocation(
         "cannot create the folder \(path) for the hub's packs: \(BlobFile.errorText())")

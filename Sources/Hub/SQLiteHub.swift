@@ -305,8 +305,9 @@ public final class SQLiteHub: Hub {
   /// even when another device's newer docsync upgrades a shared hub file while this mount
   /// runs. A lookup of one row, against a transaction's cost.
   static func checkDevicesFrom(_ db: Database) throws {
+    // Cached: every transaction of the hub runs it.
     let value = try String.fetchOne(
-      db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
+      db.cachedStatement(sql: "SELECT value FROM settings WHERE key = 'devices_from'"))
     guard let value else { return }
     guard let needed = Int(value), needed <= format else {
       throw HubError.needsNewerDocsync(
