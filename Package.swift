@@ -59,7 +59,7 @@ let package = Package(
     .target(
       name: "Hub",
       dependencies: [
-        "CSodium", "CXXHash",
+        "CSodium", "CXXHash", "ContentModel", "DocumentModel",
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "Crypto", package: "swift-crypto"),
       ],
@@ -175,7 +175,7 @@ let package = Package(
     .testTarget(
       name: "HubTests",
       dependencies: [
-        "Hub", "PostgresHub", "DocumentModel", "MountHarness",
+        "Hub", "PostgresHub", "DocumentModel", "ContentModel", "MountHarness",
         .product(name: "GRDB", package: "GRDB.swift"),
         .product(name: "PostgresNIO", package: "postgres-nio"),
       ],

@@ -173,6 +173,14 @@ struct BlobFolder: Sendable {
     return (offset, Array(hasher!.finalize()))
   }
 
+  /// The blob's file open for reading, nil when it cannot be opened; the caller closes it.
+  func openForReading(_ hash: [UInt8]) -> Int32? {
+    let fd = openat(descriptor, hexString(hash), O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    _ = posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL)
+    return fd
+  }
+
   /// The bytes of the blob's file when it holds at most `limit` of them (unchecked: the caller
   /// hashes them), nil when it is missing or larger.
   func contents(_ hash: [UInt8], limit: Int64) -> [UInt8]? {

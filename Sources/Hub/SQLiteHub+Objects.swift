@@ -194,6 +194,8 @@ extension SQLiteHub: ObjectStore {
     }
     var reached: Set<Data> = []
     pending = try Data.fetchAll(db, sql: "SELECT DISTINCT hash FROM record_blobs")
+    // Every twin's blob is named by a record (prune and forget drop it with the last one).
+    pending += try Data.fetchAll(db, sql: "SELECT root FROM blob_twins")
     pending += recentNodes.filter { !freed.contains($0) }
     while let id = pending.popLast() {
       if reached.insert(id).inserted { pending += children(id) }

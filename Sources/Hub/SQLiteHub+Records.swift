@@ -33,6 +33,7 @@ extension SQLiteHub {
               sql: """
                 SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)
                   OR EXISTS (SELECT 1 FROM objects WHERE id = ?1)
+                  OR EXISTS (SELECT 1 FROM blob_twins WHERE hash = ?1)
                 """,
               arguments: [Data(hash)]) ?? false
           guard present else { throw HubError.missingBlob(hash) }

@@ -38,6 +38,12 @@ extension SQLiteHub {
         try Self.discard(upload: stored.upload, db)
       } else if now != nil {
         return .intact
+      } else if try Bool.fetchOne(
+        db, sql: "SELECT EXISTS (SELECT 1 FROM blob_twins WHERE hash = ?)",
+        arguments: [Data(hash)]) == true
+      {
+        // Converted: its content is whole as objects (see blobRoots), nothing to put again.
+        return .intact
       } else {
         let wanted =
           try Bool.fetchOne(

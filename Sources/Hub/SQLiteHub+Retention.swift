@@ -39,7 +39,9 @@ extension SQLiteHub {
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 0)", arguments: [Data(id)])
       }
       let dropped = try Self.dropUnnamed(hashes, db)
-      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes)
+      // A twin's objects go with the last record naming its blob, as a root's do.
+      let twins = try Self.dropUnnamedTwins(hashes, db)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes.union(twins))
       return dropped
     }
     try await removeBlobFiles(dropped)
@@ -69,7 +71,9 @@ extension SQLiteHub {
           sql: "INSERT INTO erasures (id, forgotten) VALUES (?, 1)", arguments: [Data(id)])
       }
       let dropped = try Self.dropUnnamed(hashes, db)
-      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes)
+      // A twin's objects go with the last record naming its blob, as a root's do.
+      let twins = try Self.dropUnnamedTwins(hashes, db)
+      _ = try Self.sweepObjects(db, touchedBefore: cutoff, released: hashes.union(twins))
       return dropped
     }
     try await removeBlobFiles(dropped)

@@ -25,6 +25,12 @@ public final class SQLiteHub: Hub {
   /// folder (see ``PackFolder``). Objects stored before packs keep their bytes in their rows.
   let packs: PackFolder
 
+  /// Where a test stops a blob's conversion (see ``convertBlobs(after:limit:)``).
+  public let twinStop = TwinStop()
+
+  /// Whether and when this instance converts blobs in the background.
+  let twinSchedule = TwinSchedule()
+
   /// The size past which a hub starts a new pack: large enough that a 1 GiB push makes a few
   /// dozen files and `fsync`s of the folder, small enough that a prune's rewrite of a pack
   /// half dead copies little.
@@ -71,7 +77,7 @@ public final class SQLiteHub: Hub {
   /// The newest format of hub file this docsync reads. A schema step that docsyncs without it
   /// cannot work with sets the `devices_from` setting to its format and raises this with it;
   /// steps that older docsyncs can live with (an index, a table they never read) leave both.
-  static let format = 2
+  static let format = 3
 
   /// Seconds that a content object stays after its last put or presence check although no
   /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
@@ -287,6 +293,7 @@ public final class SQLiteHub: Hub {
     }
     registerObjectsMigration(&migrator)
     registerPacksMigration(&migrator)
+    registerTwinsMigration(&migrator)
     return migrator
   }
 

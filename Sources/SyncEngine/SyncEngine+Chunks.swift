@@ -568,6 +568,24 @@ extension SyncEngine {
     return arrived
   }
 
+  /// The roots of the hub's twins of the blobs among `hashes` (see ``BlobTwins``): content
+  /// recorded before chunks, or by a merge, that the hub has cut into objects. Empty when this
+  /// engine moves blobs whole or the hub keeps no twins.
+  func twinRoots(_ hashes: [ContentHash]) async throws(SyncError) -> [ContentHash: ContentRoot] {
+    guard !hashes.isEmpty, objectStore != nil, let twins = hub as? any BlobTwins else { return [:] }
+    var roots: [ContentHash: ContentRoot] = [:]
+    for start in stride(from: 0, to: hashes.count, by: 512) {
+      let part = hashes[start..<min(start + 512, hashes.count)]
+      do {
+        let found = try await twins.blobRoots(part.map(\.bytes))
+        for hash in part { if let root = found[hash.bytes] { roots[hash] = root } }
+      } catch {
+        throw SyncError(error)
+      }
+    }
+    return roots
+  }
+
   /// The chunk root under which a known version names content `hash`, if any does. Called with
   /// the lock held.
   func knownChunkRoot(of hash: ContentHash) -> ContentRoot? {

@@ -305,6 +305,8 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
+    // The hub cut the blob into objects (its twin) and has the content that way.
+    if try await !twinRoots([hash]).isEmpty { return true }
     // Whether this device's copy could not be read: made again, it takes that file's place.
     var unreadable = false
     for attempt in 0..<2 {
@@ -427,7 +429,7 @@ extension SyncEngine {
           time: wallMilliseconds())
       }
     }
-    let (fresh, needed, inMemory, roots) = withLock {
+    let (fresh, needed, inMemory, recordRoots) = withLock {
       () -> ([VersionRecord], [ContentHash: UInt64], Set<ContentHash>, [ContentHash: ContentRoot])
       in
       let fresh = admit(arrived)
@@ -460,6 +462,10 @@ extension SyncEngine {
       }
       return (fresh, needed, inMemory.subtracting(blobWanted), roots)
     }
+    // Content that no version names as chunks may have a twin on the hub (an old blob it
+    // cut into objects): asked for once for the page, and fetched as chunks like the rest.
+    var roots = recordRoots
+    roots.merge(try await twinRoots(needed.keys.filter { recordRoots[$0] == nil })) { $1 }
     withLock {
       connection.noteDownloadNeeded(
         files: needed.count, bytes: needed.values.reduce(0, saturatingSum))
@@ -592,7 +598,9 @@ extension SyncEngine {
   ) async throws(SyncError) -> (
     reason: ContentWait, awaited: [UInt8]?
   )? {
-    if let root = root ?? withLock({ knownChunkRoot(of: hash) }) {
+    var root = root ?? withLock({ knownChunkRoot(of: hash) })
+    if root == nil { root = try await twinRoots([hash])[hash] }
+    if let root {
       let wait = try await fetchChunked(
         hash, root: root, extraSources: extraSources, durable: durable)
       // The same content may be on the hub as a blob (put by a recovery, or by a device that

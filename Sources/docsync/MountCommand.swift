@@ -380,6 +380,11 @@ struct MountCommand: ParsableCommand {
         "docsync: warning: \(problem); serving the local files meanwhile\n",
         to: 2)
     }
+    let inChunks = ProcessInfo.processInfo.environment["DOCSYNC_CONTENT"] != "blobs"
+    // The embedded hub cuts old blobs into chunks in this process, in the background: it has
+    // no server, and its mounts are its only code. Not for a mount that moves whole blobs (a
+    // test of what blobs do), which cannot fetch content that became chunks.
+    if inChunks, let sqlite = hubInstance as? SQLiteHub { sqlite.convertInBackground() }
     let engine: SyncEngine
     do {
       library.record(hub: hubLocation)
@@ -388,7 +393,7 @@ struct MountCommand: ParsableCommand {
       engine = try SyncEngine(
         store: store, hub: hubInstance, hubDescription: LibraryRecord.shown(hubLocation),
         deviceName: device ?? Self.hostName(),
-        contentInChunks: ProcessInfo.processInfo.environment["DOCSYNC_CONTENT"] != "blobs")
+        contentInChunks: inChunks)
     } catch {
       throw CommandFailure("cannot start syncing: \(error)")
     }

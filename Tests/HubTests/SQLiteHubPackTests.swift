@@ -176,8 +176,9 @@ struct SQLiteHubPackTests {
     let needed = try await DatabaseQueue(path: path).read { db in
       try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
     }
-    #expect(needed == "2")
-    #expect(SQLiteHub.format == 2)
+    // 2 from this step on; a later step (v7 blob twins) may raise it.
+    #expect((Int(needed ?? "") ?? 0) >= 2)
+    #expect(SQLiteHub.format >= 2)
   }
 
   @Test func aFlippedByteInAPackIsFoundDroppedWantedAndRepairedByAPut() async throws {
