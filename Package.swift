@@ -68,7 +68,7 @@ let package = Package(
     .target(
       name: "PostgresHub",
       dependencies: [
-        "Hub",
+        "Hub", "ContentModel", "DocumentModel",
         .product(name: "PostgresNIO", package: "postgres-nio"),
         .product(name: "Crypto", package: "swift-crypto"),
       ],
@@ -87,6 +87,7 @@ let package = Package(
         .embedInCode("Migrations/v0012_smaller_object_rows.sql"),
         .embedInCode("Migrations/v0013_devices_from.sql"),
         .embedInCode("Migrations/v0014_objects_keyed_by_number.sql"),
+        .embedInCode("Migrations/v0015_blob_twins.sql"),
       ],
       swiftSettings: strict
     ),

@@ -24,7 +24,7 @@ public final class TwinStop: Sendable {
   }
 
   /// Throws when a test armed this step, and disarms it.
-  func reached(_ step: Step) throws(HubError) {
+  package func reached(_ step: Step) throws(HubError) {
     let stop = armed.withLock { armed -> Bool in
       guard armed == step else { return false }
       armed = nil

@@ -188,7 +188,7 @@ public struct HubAdministration: Sendable {
     return names
   }
 
-  private func withConnection<T: Sendable>(
+  func withConnection<T: Sendable>(
     _ body: @Sendable (PostgresConnection) async throws -> T
   ) async throws(HubError) -> T {
     let connector = PasswordSafeConnector(

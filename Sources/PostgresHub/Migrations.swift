@@ -26,6 +26,7 @@ enum Migrations {
     (12, "v0012_smaller_object_rows", PackageResources.v0012_smaller_object_rows_sql),
     (13, "v0013_devices_from", PackageResources.v0013_devices_from_sql),
     (14, "v0014_objects_keyed_by_number", PackageResources.v0014_objects_keyed_by_number_sql),
+    (15, "v0015_blob_twins", PackageResources.v0015_blob_twins_sql),
   ]
 
   /// The last step a device needs to work correctly: step 9's content objects, which new
@@ -38,6 +39,9 @@ enum Migrations {
 
   /// The step from which devices read objects through functions (PostgresHub+Objects.swift).
   static let objectsKeyedByNumber = 14
+
+  /// The step from which the hub keeps blobs' twins (PostgresHub+Twins.swift).
+  static let blobTwins = 15
 
   /// Any key would do; this one spells "docsync" so that it is recognisable in `pg_locks`.
   static let lockKey: Int64 = 0x646f_6373_796e_63

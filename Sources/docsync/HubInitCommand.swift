@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Hub
 import PostgresHub
+import Synchronization
 
 /// `docsync hub init ADMIN-URL` (or a SQLite hub file).
 struct HubInitCommand: ParsableCommand {
@@ -25,6 +26,30 @@ struct HubInitCommand: ParsableCommand {
     let administration = try administrationOrFailure(adminURL)
     let step = try outcome { try await administration.initialize() }
     writeText("the hub's schema is at step \(step)\n", to: 1)
+    // Then the blobs of versions made before chunks, batch by batch: a run stopped anywhere
+    // loses nothing, and the next one goes on.
+    let total = try outcome { () async throws -> TwinBatch in
+      let shown = Mutex(0)
+      return try await administration.convertBlobs { total in
+        guard shown.withLock({ shown in
+          defer { shown = total.converted }
+          return total.converted > shown
+        }) else { return }
+        writeText(
+          "converted \(total.converted) blob(s), \(total.bytes) bytes, into chunks\n", to: 1)
+      }
+    }
+    report(total)
+  }
+
+  private func report(_ total: TwinBatch) {
+    writeText(
+      """
+      \(total.converted) blob(s) converted into chunks\
+      \(total.damaged > 0 ? ", \(total.damaged) damaged left for repair" : "")\
+      \(total.skipped > 0 ? ", \(total.skipped) changed meanwhile, left for a later run" : "")
+
+      """, to: 1)
   }
 
   /// Opens the file (which runs its schema steps) and converts every blob records name.
@@ -44,12 +69,7 @@ struct HubInitCommand: ParsableCommand {
           "converted \(total.converted) blob(s), \(total.bytes) bytes, into chunks\n", to: 1)
       }
     }
-    writeText(
-      """
-      the hub file is upgraded; \(total.converted) blob(s) converted into chunks\
-      \(total.damaged > 0 ? ", \(total.damaged) damaged left for repair" : "")\
-      \(total.skipped > 0 ? ", \(total.skipped) changed meanwhile, left for a later run" : "")
-
-      """, to: 1)
+    writeText("the hub file is upgraded\n", to: 1)
+    report(total)
   }
 }

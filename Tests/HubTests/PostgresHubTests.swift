@@ -785,7 +785,8 @@ struct PostgresHubTests {
     )
     #expect(
       try docsync(["hub", "init", adminURL]).1
-        == "the hub's schema is at step \(Migrations.steps.last!.version)\n")
+        == "the hub's schema is at step \(Migrations.steps.last!.version)\n"
+        + "0 blob(s) converted into chunks\n")
     for role in [laptop, desktop] {
       let (status, _, stderr) = try docsync(
         ["hub", "add-device", adminURL, account, role], password: "pw-\(role)")

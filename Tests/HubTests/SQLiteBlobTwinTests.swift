@@ -116,9 +116,9 @@ struct SQLiteBlobTwinTests {
     _ made: Made, _ hub: SQLiteHub, in folder: String, skipping: Set<Int> = [],
     sourceLocation: SourceLocation = #_sourceLocation
   ) async throws {
-    for (index, content) in made.contents.enumerated() where !skipping.contains(index) {
+    for (index, expected) in made.contents.enumerated() where !skipping.contains(index) {
       let read = try await content(of: made.hashes[index], from: hub, in: folder)
-      #expect(read == content, "version \(index)", sourceLocation: sourceLocation)
+      #expect(read == expected, "version \(index)", sourceLocation: sourceLocation)
     }
   }
 
@@ -350,8 +350,9 @@ struct SQLiteBlobTwinTests {
       let left = try Self.count("SELECT count(*) FROM blobs", path)
       if left == 0 { break }
       let pid = try spawnQuietly([docsync, "hub", "init", path])
-      // From the opening of the file to well into the cutting of a few blobs.
-      usleep(UInt32(30_000 + (round * 37_000) % 250_000))
+      // From the opening of the file to the cutting of a blob or two (a run converts about
+      // 40 MiB a second here): most kills land in a blob's conversion, at its every step.
+      usleep(UInt32(5_000 + (round * 7_919) % 80_000))
       var status: Int32 = 0
       if waitpid(pid, &status, WNOHANG) == 0 {
         kill(pid, SIGKILL)
