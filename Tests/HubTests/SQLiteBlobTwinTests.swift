@@ -68,7 +68,7 @@ struct SQLiteBlobTwinTests {
 
   /// The content of a twin, read from the hub's objects as a device's fetch reads them: every
   /// node and chunk checked against its id.
-  static func assemble(_ root: ContentRoot, from hub: SQLiteHub) async throws -> [UInt8] {
+  static func assemble(_ root: ContentRoot, from hub: any ObjectStore) async throws -> [UInt8] {
     let verifier = ObjectVerifier()
     var level = [ManifestEntry(id: root.object, size: root.size)]
     var height = root.height
