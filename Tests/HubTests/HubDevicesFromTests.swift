@@ -115,8 +115,8 @@ struct HubDevicesFromTests {
   }
 
   /// Step 13 marks step 12 (objects keyed by account number) as one devices must know, step 14
-  /// (objects read through functions) marks itself, and this docsync, which knows both, works
-  /// on.
+  /// (objects read through functions) and step 15 (blobs' twins) mark themselves, and this
+  /// docsync, which knows them all, works on.
   @Test(.enabled(if: PostgresTestCluster.isEnabled))
   func stepTwelveIsMarkedAsNeeded() async throws {
     let (url, database) = try await PostgresTestCluster.freshHubURL()
@@ -129,7 +129,7 @@ struct HubDevicesFromTests {
         """)
       return try rows.decode((Int, Int).self).map { [$0.0, $0.1] }
     }
-    #expect(marks == [[12, 12], [14, 14]])
+    #expect(marks == [[12, 12], [14, 14], [15, 15]])
     let hub = try PostgresHub(location: url)
     try await hub.append([makeRecord("works")])
     #expect(try await allRecords(hub) == [makeRecord("works")])

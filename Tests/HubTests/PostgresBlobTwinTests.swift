@@ -179,4 +179,47 @@ struct PostgresBlobTwinTests {
       try await Self.count("SELECT count(*)::bigint FROM docsync.blob_twins", in: database) == 4)
     try await Self.expectReadable(made.contents, hub)
   }
+
+  /// `docsync hub init` killed at random moments while it converts: after every kill, every
+  /// version is readable and each blob is held once (blob or twin); the last run ends the work.
+  @Test(.timeLimit(.minutes(10)))
+  func hubInitKilledWhileConvertingLosesNothing() async throws {
+    let docsync = try PostgresTestCluster.docsyncBinary()
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    let hub = try PostgresHub(location: url)
+    let made = try await Self.makeLibrary(hub, count: 30, size: 1 << 20)
+    let adminURL = try Self.adminURL(database)
+    func held() async throws -> Int {
+      try await Self.count(
+        """
+        SELECT ((SELECT count(*) FROM docsync.blob_twins)
+          + (SELECT count(*) FROM docsync.blobs))::bigint
+        """, in: database)
+    }
+    var kills = 0
+    for round in 0..<80 where kills < 20 {
+      if try await Self.count("SELECT count(*)::bigint FROM docsync.blobs", in: database) == 0 {
+        break
+      }
+      let pid = try spawnQuietly([docsync, "hub", "init", adminURL])
+      usleep(UInt32(40_000 + (round * 7_919) % 150_000))
+      var status: Int32 = 0
+      if waitpid(pid, &status, WNOHANG) == 0 {
+        kill(pid, SIGKILL)
+        kills += 1
+      }
+      waitpid(pid, &status, 0)
+      try await Self.expectReadable(made.contents, hub)
+      #expect(try await held() == 30, "round \(round)")
+    }
+    #expect(kills >= 20)
+    let pid = try spawnQuietly([docsync, "hub", "init", adminURL])
+    var status: Int32 = 0
+    waitpid(pid, &status, 0)
+    #expect(status == 0)
+    #expect(
+      try await Self.count("SELECT count(*)::bigint FROM docsync.blob_twins", in: database) == 30)
+    #expect(try await Self.count("SELECT count(*)::bigint FROM docsync.blobs", in: database) == 0)
+    try await Self.expectReadable(made.contents, hub)
+  }
 }
