@@ -17,7 +17,6 @@ extension SQLiteHub {
     } else {
       try await putChunks(hash: hash, from: fileDescriptor, checked: checked)
     }
-    blobsArrived()
   }
 
   /// Writes the blob as a file in the blob folder, then records it in one short transaction.
@@ -88,7 +87,6 @@ extension SQLiteHub {
     let folder = blobFolder
     let inode = info.st_ino
     let started = Date().timeIntervalSince1970
-    defer { blobsArrived() }
     return try await write { db -> Bool in
       if try Self.storedBlobLocked(hash, db) != nil { return true }
       guard folder.adopt(path, as: hash) else { return false }
@@ -232,7 +230,6 @@ extension SQLiteHub {
         try wanted.execute(arguments: [key])
       }
     }
-    blobsArrived()
     return Set(checked.keys)
   }
 

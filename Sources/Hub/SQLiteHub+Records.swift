@@ -12,7 +12,8 @@ import GRDB
 extension SQLiteHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
     if records.isEmpty { return }
-    try await write { db in
+    let namesBlobs = try await write { db -> Bool in
+      var namesBlobs = false
       for record in records {
         let id = Data(record.id)
         if let known = try Data.fetchOne(
@@ -27,12 +28,17 @@ extension SQLiteHub {
           continue
         }
         for hash in record.blobs {
-          let present =
+          let blob =
             try Bool.fetchOne(
+              db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?)",
+              arguments: [Data(hash)]) ?? false
+          namesBlobs = namesBlobs || blob
+          let present =
+            try blob
+            || Bool.fetchOne(
               db,
               sql: """
-                SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)
-                  OR EXISTS (SELECT 1 FROM objects WHERE id = ?1)
+                SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)
                   OR EXISTS (SELECT 1 FROM blob_twins WHERE hash = ?1)
                 """,
               arguments: [Data(hash)]) ?? false
@@ -48,7 +54,10 @@ extension SQLiteHub {
             arguments: [seq, position, Data(hash)])
         }
       }
+      return namesBlobs
     }
+    // A blob is converted once a record names it (see SQLiteHub+Twins).
+    if namesBlobs { blobsArrived() }
   }
 
   public func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage {

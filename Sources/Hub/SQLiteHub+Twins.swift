@@ -197,22 +197,23 @@ extension SQLiteHub: BlobTwins {
   }
 
   /// Converts the blobs records name in the background, in this process: the first run after
-  /// `delay` (a mount starting is busy with its first sync), and again a minute after blobs
-  /// arrive (a merge, a device that moves blobs), so that a burst of them is one run. Each
-  /// blob's transaction is short and the cutting holds none, so mounts sharing the hub go on
-  /// writing meanwhile. A failed run waits for the next arrival or the next start.
-  public func convertInBackground(after delay: Duration = .seconds(10)) {
-    guard twinSchedule.enable() else { return }
+  /// `delay` (a mount starting is busy with its first sync), and again `arrivalDelay` after
+  /// records naming blobs arrive (a merge, a device that moves blobs), so that a burst of
+  /// them is one run.
+  /// Each blob's transaction is short and the cutting holds none, so mounts sharing the hub go
+  /// on writing meanwhile. A failed run waits for the next arrival or the next start.
+  public func convertInBackground(
+    after delay: Duration = .seconds(10), arrivalDelay: Duration = .seconds(60)
+  ) {
+    guard twinSchedule.enable(arrivalDelay: arrivalDelay) else { return }
     startConversion(after: delay)
   }
 
-  /// Called when blobs arrived: converts them a while later, when asked to (see above).
+  /// Called when records naming blobs arrived: converts them a while later, when asked to
+  /// (see above).
   func blobsArrived() {
-    if twinSchedule.poke() { startConversion(after: Self.conversionDelay) }
+    if twinSchedule.poke() { startConversion(after: twinSchedule.arrivalDelay) }
   }
-
-  /// How long after blobs arrive a background conversion starts.
-  static let conversionDelay = Duration.seconds(60)
 
   private func startConversion(after delay: Duration) {
     Task.detached(priority: .background) { [weak self] in
@@ -222,7 +223,7 @@ extension SQLiteHub: BlobTwins {
         guard let self else { return }
         _ = try? await self.convertAllBlobs()
         guard self.twinSchedule.finish() else { return }
-        wait = SQLiteHub.conversionDelay
+        wait = self.twinSchedule.arrivalDelay
       }
     }
   }

@@ -5,16 +5,22 @@ import Synchronization
 /// and a run more when blobs arrived during one.
 final class TwinSchedule: Sendable {
   private struct State {
+    var arrivalDelay = Duration.seconds(60)
     var enabled = false
     var running = false
     var again = false
   }
   private let state = Mutex(State())
 
-  /// Turns background conversion on; true when the caller starts the first run.
-  func enable() -> Bool {
+  /// How long after blobs arrive a run starts.
+  var arrivalDelay: Duration { state.withLock { $0.arrivalDelay } }
+
+  /// Turns background conversion on, runs starting `arrivalDelay` after blobs arrive; true
+  /// when the caller starts the first run.
+  func enable(arrivalDelay: Duration) -> Bool {
     state.withLock { state in
       guard !state.enabled else { return false }
+      state.arrivalDelay = arrivalDelay
       state.enabled = true
       state.running = true
       return true

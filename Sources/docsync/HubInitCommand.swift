@@ -31,10 +31,12 @@ struct HubInitCommand: ParsableCommand {
     let total = try outcome { () async throws -> TwinBatch in
       let shown = Mutex(0)
       return try await administration.convertBlobs { total in
-        guard shown.withLock({ shown in
-          defer { shown = total.converted }
-          return total.converted > shown
-        }) else { return }
+        guard
+          shown.withLock({ shown in
+            defer { shown = total.converted }
+            return total.converted > shown
+          })
+        else { return }
         writeText(
           "converted \(total.converted) blob(s), \(total.bytes) bytes, into chunks\n", to: 1)
       }

@@ -108,7 +108,8 @@ struct PostgresBlobTwinTests {
         "SELECT docsync.drop_unnamed_twins(ARRAY['\\x01'::bytea])",
       ] {
         do {
-          try await connection.query(PostgresQuery(unsafeSQL: sql), logger: PostgresTestCluster.logger)
+          try await connection.query(
+            PostgresQuery(unsafeSQL: sql), logger: PostgresTestCluster.logger)
           Issue.record("accepted: \(sql)")
         } catch let error as PSQLError {
           #expect(error.serverInfo?[.sqlState] == "42501", "\(sql): \(String(reflecting: error))")

@@ -310,6 +310,41 @@ struct SQLiteBlobTwinTests {
     try await Self.expectReadable(made, hub, in: folder.path)
   }
 
+  /// A hub asked to convert in the background (as a mount asks) converts what it holds soon
+  /// after, and blobs that arrive later a while after they arrive.
+  @Test(.timeLimit(.minutes(2)))
+  func aHubConvertsInTheBackgroundWhenAsked() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: path)
+    let made = try await Self.makeLibrary(hub, in: folder.path, count: 3, size: 200_000)
+    // Not asked: the blobs stay as they were put.
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(try Self.count("SELECT count(*) FROM blobs", path) == 3)
+    hub.convertInBackground(after: .milliseconds(50), arrivalDelay: .milliseconds(200))
+    func waitUntil(_ twins: Int) async throws {
+      let end = ContinuousClock.now + .seconds(60)
+      while try Self.count("SELECT count(*) FROM blob_twins", path) < twins
+        && ContinuousClock.now < end
+      {
+        try await Task.sleep(for: .milliseconds(50))
+      }
+    }
+    try await waitUntil(3)
+    #expect(try Self.count("SELECT count(*) FROM blob_twins", path) == 3)
+    // A merge's blob, say, arrives and a record names it.
+    let later = Self.pseudoRandom(150_000, seed: 99)
+    let hash = try await Self.put(later, into: hub, in: folder.path)
+    try await hub.append([
+      HubRecord(id: HubHash.sha256(Array("later".utf8)), payload: [2], blobs: [hash])
+    ])
+    try await waitUntil(4)
+    #expect(try Self.count("SELECT count(*) FROM blob_twins", path) == 4)
+    #expect(try Self.count("SELECT count(*) FROM blobs", path) == 0)
+    try await Self.expectReadable(made, hub, in: folder.path)
+    #expect(try await Self.content(of: hash, from: hub, in: folder.path) == later)
+  }
+
   /// A twin is no blob to report: a device that finds the blob gone hears it is intact, and
   /// nothing is wanted.
   @Test func aConvertedBlobReportedMissingIsNotWanted() async throws {
