@@ -586,6 +586,29 @@ extension SyncEngine {
     return roots
   }
 
+  /// The content hash a blob's file is named by (64 lower-case hex digits), nil for another
+  /// name.
+  static func contentHash(hex: String) -> ContentHash? {
+    let digits = Array(hex.utf8)
+    guard digits.count == 64 else { return nil }
+    func value(_ digit: UInt8) -> UInt8? {
+      switch digit {
+      case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+      case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+      default: nil
+      }
+    }
+    var bytes: [UInt8] = []
+    bytes.reserveCapacity(32)
+    for index in stride(from: 0, to: 64, by: 2) {
+      guard let high = value(digits[index]), let low = value(digits[index + 1]) else {
+        return nil
+      }
+      bytes.append(high << 4 | low)
+    }
+    return Digest256(bytes: bytes).map { ContentHash($0) }
+  }
+
   /// The chunk root under which a known version names content `hash`, if any does. Called with
   /// the lock held.
   func knownChunkRoot(of hash: ContentHash) -> ContentRoot? {
@@ -620,8 +643,7 @@ extension SyncEngine {
     let compressor = ObjectCompressor()
     var chunks: [HubObject] = []
     var nodes: [HubObject] = []
-    for hash in hashes where !wanted.isEmpty {
-      guard let list = storedChunkList(hash) else { continue }
+    func serve(_ hash: ContentHash, _ list: ChunkList) {
       for node in list.tree.nodes where wanted.remove(node.id) != nil {
         nodes.append(
           HubObject(
@@ -629,12 +651,43 @@ extension SyncEngine {
             references: node.node.entries.map(\.id.bytes)))
       }
       let needed = list.placed.filter { wanted.contains($0.entry.id) }
-      guard !needed.isEmpty, let file = openContent(hash, anywhere: true) else { continue }
+      guard !needed.isEmpty, let file = openContent(hash, anywhere: true) else { return }
       for (entry, offset) in needed {
         if let bytes = readChunk(file, entry, at: offset) {
           chunks.append(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
           wanted.remove(entry.id)
         }
+      }
+    }
+    for hash in hashes where !wanted.isEmpty {
+      guard let list = storedChunkList(hash) else { continue }
+      serve(hash, list)
+    }
+    if !wanted.isEmpty {
+      // Content fetched whole before the hub cut its blob into a twin has no kept list: the
+      // blobs here that have twins are cut now (their lists kept, so once only), in case one
+      // holds what the hub lost.
+      let kept = Set(hashes)
+      var held: [ContentHash: DocumentPath?] = [:]
+      for blob in blobs.storedBlobs() {
+        if let hash = Self.contentHash(hex: blob.hex) { held[hash] = .some(nil) }
+      }
+      // And what the paths show, most often held by their working files alone.
+      withLock {
+        for (path, record) in library.shown {
+          let id = VersionID(digest(record.versionID))
+          if let hash = library.known[id]?.content.blobHash, held[hash] == nil,
+            holdsContent(hash, preferring: path)
+          {
+            held[hash] = path
+          }
+        }
+      }
+      for hash in kept { held[hash] = nil }
+      for hash in try await twinRoots(Array(held.keys)).keys.sorted(by: { $0.hex < $1.hex })
+      where !wanted.isEmpty {
+        guard let list = chunkList(of: hash, preferring: held[hash] ?? nil) else { continue }
+        serve(hash, list)
       }
     }
     // Chunks before the nodes that name them.

@@ -75,4 +75,38 @@ struct BlobTwinFetchTests {
     await b.stop()
     await c.stop()
   }
+
+  /// A twin's chunk damaged on the hub is put again by a device that holds the content only
+  /// as the blob it fetched before the conversion: it cuts what it holds to find the chunk.
+  @Test func aDamagedTwinChunkIsRepairedByADeviceThatHeldTheOldBlob() async throws {
+    let library = Library()
+    let old = try library.device("old", chunks: false)
+    let b = try library.device("b")
+    let content = Self.text(600_000, seed: 5)
+    try old.write("doc.txt", String(decoding: content, as: UTF8.self))
+    try await old.sync()
+    try await b.sync()
+    #expect(try Self.readAll(b, "doc.txt") == content)
+    let path = library.folder + "/hub.sqlite"
+    #expect(try await SQLiteHub(path: path).convertAllBlobs().converted == 1)
+    // One chunk of the twin, its row made to hold other bytes than its check says.
+    try sqlite(
+      path,
+      """
+      UPDATE objects SET data = X'0001020304', pack = NULL
+      WHERE rowid = (SELECT min(rowid) FROM objects WHERE refs IS NULL)
+      """)
+    b.engine.pause()
+    let c = try library.device("c")
+    await #expect(throws: SyncError.self) { try await c.engine.synchronize(timeout: .seconds(2)) }
+    #expect(try sqlite(path, "SELECT count(*) FROM wanted_objects") == "1\n")
+    b.engine.resume()
+    try await b.sync()
+    #expect(try sqlite(path, "SELECT count(*) FROM wanted_objects") == "0\n")
+    try await c.sync()
+    #expect(try Self.readAll(c, "doc.txt") == content)
+    await old.stop()
+    await b.stop()
+    await c.stop()
+  }
 }
