@@ -12,8 +12,7 @@ import GRDB
 extension SQLiteHub {
   public func append(_ records: [HubRecord]) async throws(HubError) {
     if records.isEmpty { return }
-    let namesBlobs = try await write { db -> Bool in
-      var namesBlobs = false
+    try await write { db in
       for record in records {
         let id = Data(record.id)
         if let known = try Data.fetchOne(
@@ -28,17 +27,12 @@ extension SQLiteHub {
           continue
         }
         for hash in record.blobs {
-          let blob =
-            try Bool.fetchOne(
-              db, sql: "SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?)",
-              arguments: [Data(hash)]) ?? false
-          namesBlobs = namesBlobs || blob
           let present =
-            try blob
-            || Bool.fetchOne(
+            try Bool.fetchOne(
               db,
               sql: """
-                SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?1)
+                SELECT EXISTS (SELECT 1 FROM blobs WHERE hash = ?1)
+                  OR EXISTS (SELECT 1 FROM objects WHERE id = ?1)
                   OR EXISTS (SELECT 1 FROM blob_twins WHERE hash = ?1)
                 """,
               arguments: [Data(hash)]) ?? false
@@ -54,10 +48,7 @@ extension SQLiteHub {
             arguments: [seq, position, Data(hash)])
         }
       }
-      return namesBlobs
     }
-    // A blob is converted once a record names it (see SQLiteHub+Twins).
-    if namesBlobs { blobsArrived() }
   }
 
   public func records(after cursor: HubCursor, limit: Int) async throws(HubError) -> HubPage {

@@ -196,34 +196,24 @@ extension SQLiteHub: BlobTwins {
     return try await cutter.finish()
   }
 
-  /// Converts the blobs records name in the background, in this process: the first run after
-  /// `delay` (a mount starting is busy with its first sync), and again `arrivalDelay` after
-  /// records naming blobs arrive (a merge, a device that moves blobs), so that a burst of
-  /// them is one run.
-  /// Each blob's transaction is short and the cutting holds none, so mounts sharing the hub go
-  /// on writing meanwhile. A failed run waits for the next arrival or the next start.
+  /// Converts the blobs records name in the background, in this process: a first run after
+  /// `delay` (a mount starting is busy with its first sync), then one every `interval`, for
+  /// the blobs that records from any process (a merge, a device that moves blobs) named
+  /// meanwhile; one that finds nothing is a lookup in the blobs table, which holds only
+  /// what is not converted yet. Each blob's transaction is short and the cutting holds none,
+  /// so mounts sharing the hub go on writing meanwhile. A failed run is tried again at the
+  /// next.
   public func convertInBackground(
-    after delay: Duration = .seconds(10), arrivalDelay: Duration = .seconds(60)
+    after delay: Duration = .seconds(10), interval: Duration = .seconds(60)
   ) {
-    guard twinSchedule.enable(arrivalDelay: arrivalDelay) else { return }
-    startConversion(after: delay)
-  }
-
-  /// Called when records naming blobs arrived: converts them a while later, when asked to
-  /// (see above).
-  func blobsArrived() {
-    if twinSchedule.poke() { startConversion(after: twinSchedule.arrivalDelay) }
-  }
-
-  private func startConversion(after delay: Duration) {
+    guard twinSchedule.start() else { return }
     Task.detached(priority: .background) { [weak self] in
       var wait = delay
-      while true {
+      while !Task.isCancelled {
         try? await Task.sleep(for: wait)
         guard let self else { return }
         _ = try? await self.convertAllBlobs()
-        guard self.twinSchedule.finish() else { return }
-        wait = self.twinSchedule.arrivalDelay
+        wait = interval
       }
     }
   }

@@ -311,7 +311,7 @@ struct SQLiteBlobTwinTests {
   }
 
   /// A hub asked to convert in the background (as a mount asks) converts what it holds soon
-  /// after, and blobs that arrive later a while after they arrive.
+  /// after, and what records name later (from this process or another) at its next run.
   @Test(.timeLimit(.minutes(2)))
   func aHubConvertsInTheBackgroundWhenAsked() async throws {
     let folder = try ScratchFolder()
@@ -321,7 +321,7 @@ struct SQLiteBlobTwinTests {
     // Not asked: the blobs stay as they were put.
     try await Task.sleep(for: .milliseconds(300))
     #expect(try Self.count("SELECT count(*) FROM blobs", path) == 3)
-    hub.convertInBackground(after: .milliseconds(50), arrivalDelay: .milliseconds(200))
+    hub.convertInBackground(after: .milliseconds(50), interval: .milliseconds(200))
     func waitUntil(_ twins: Int) async throws {
       let end = ContinuousClock.now + .seconds(60)
       while try Self.count("SELECT count(*) FROM blob_twins", path) < twins
@@ -332,10 +332,11 @@ struct SQLiteBlobTwinTests {
     }
     try await waitUntil(3)
     #expect(try Self.count("SELECT count(*) FROM blob_twins", path) == 3)
-    // A merge's blob, say, arrives and a record names it.
+    // A merge's blob, say, arrives from another process, and a record names it.
+    let other = try SQLiteHub(path: path)
     let later = Self.pseudoRandom(150_000, seed: 99)
-    let hash = try await Self.put(later, into: hub, in: folder.path)
-    try await hub.append([
+    let hash = try await Self.put(later, into: other, in: folder.path)
+    try await other.append([
       HubRecord(id: HubHash.sha256(Array("later".utf8)), payload: [2], blobs: [hash])
     ])
     try await waitUntil(4)
