@@ -181,7 +181,7 @@ extension SyncEngine {
             remaining = remaining.dropFirst()
             continue
           }
-          let read = file.chunk(entry, at: offset, checked: checked)
+          let read = file.chunk(entry, at: offset, hasher: content.list.hasher, checked: checked)
           guard case .bytes(let bytes) = read else {
             unreadable = read == .unreadable
             if read == .otherBytes && blobs.isBlobFile(file, hash) {
@@ -230,10 +230,12 @@ extension SyncEngine {
     return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
   }
 
-  /// The bytes of the chunk `entry` at `offset` of an open content, if they are still that
-  /// chunk.
-  func readChunk(_ file: ContentFile, _ entry: ManifestEntry, at offset: UInt64) -> [UInt8]? {
-    if case .bytes(let bytes) = file.chunk(entry, at: offset) { return bytes }
+  /// The bytes of the chunk `entry` (named by `hasher`) at `offset` of an open content, if
+  /// they are still that chunk.
+  func readChunk(
+    _ file: ContentFile, _ entry: ManifestEntry, at offset: UInt64, hasher: ObjectHasher
+  ) -> [UInt8]? {
+    if case .bytes(let bytes) = file.chunk(entry, at: offset, hasher: hasher) { return bytes }
     return nil
   }
 
@@ -312,7 +314,7 @@ extension SyncEngine {
       }
       for node in list.tree.nodes { localNodes[node.id] = node.node }
     }
-    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    let verifier = ObjectVerifier(hasher: ChunkList.hasher(root.scheme))
     var receivedBytes: UInt64 = 0
     func fetch(_ ids: [ObjectID]) async throws(SyncError) -> [ObjectID: [UInt8]] {
       let (result, bytes) = try await Self.fetchObjects(ids, from: objects)
@@ -376,7 +378,7 @@ extension SyncEngine {
       var wanted: [ObjectID] = []
       for entry in level[window] where plain[entry.id] == nil {
         if let (source, at) = localChunks[entry.id],
-          let bytes = readChunk(sources[source].file, entry, at: at)
+          let bytes = readChunk(sources[source].file, entry, at: at, hasher: verifier.hasher)
         {
           plain[entry.id] = bytes
           copiedBytes += entry.size
@@ -434,7 +436,9 @@ extension SyncEngine {
       var placed: UInt64 = 0
       var lying: [String] = []
       for entry in level {
-        if case .bytes = blob.chunk(entry, at: placed) {} else { lying.append(entry.id.hex) }
+        if case .bytes = blob.chunk(entry, at: placed, hasher: verifier.hasher) {} else {
+          lying.append(entry.id.hex)
+        }
         placed += entry.size
       }
       if lying.isEmpty {
@@ -453,7 +457,7 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
-    keepChunkList(ChunkList(entries: level), of: hash)
+    keepChunkList(ChunkList(entries: level, scheme: root.scheme), of: hash)
     if let file = blobs.openBlob(hash) { blobs.noteChecked(file, hash) }
     logger.debug(
       """
@@ -525,7 +529,11 @@ extension SyncEngine {
     -> Set<ContentHash>
   {
     guard let objects = objectStore else { return [] }
-    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    // Each content is checked by its own record's id scheme.
+    var verifiers: [ObjectIDScheme: ObjectVerifier] = [:]
+    for scheme in ObjectIDScheme.allCases {
+      verifiers[scheme] = ObjectVerifier(hasher: ChunkList.hasher(scheme))
+    }
     var arrived: Set<ContentHash> = []
     var receivedBytes: UInt64 = 0
     for start in stride(from: 0, to: items.count, by: 512) {
@@ -541,7 +549,7 @@ extension SyncEngine {
         guard let framed = got[item.root.id.bytes] else { continue }
         receivedBytes += UInt64(framed.count)
         let entry = ManifestEntry(id: item.root.object, size: item.root.size)
-        guard let bytes = try? verifier.chunk(framed, for: entry),
+        guard let bytes = try? verifiers[item.root.scheme]!.chunk(framed, for: entry),
           ContentHash(of: bytes) == item.hash
         else { continue }
         plain[item.hash] = bytes
@@ -555,7 +563,8 @@ extension SyncEngine {
       // Kept, so that this device can put them again should the hub lose them.
       let lists = part.filter { plain[$0.hash] != nil }.map { item in
         let list = ChunkList(
-          entries: [ManifestEntry(id: item.root.object, size: item.root.size)])
+          entries: [ManifestEntry(id: item.root.object, size: item.root.size)],
+          scheme: item.root.scheme)
         return (item.hash.bytes, list.root.encoded(), list.encodedEntries())
       }
       do {
@@ -613,7 +622,7 @@ extension SyncEngine {
       let needed = list.placed.filter { wanted.contains($0.entry.id) }
       guard !needed.isEmpty, let file = openContent(hash, anywhere: true) else { continue }
       for (entry, offset) in needed {
-        if let bytes = readChunk(file, entry, at: offset) {
+        if let bytes = readChunk(file, entry, at: offset, hasher: list.hasher) {
           chunks.append(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
           wanted.remove(entry.id)
         }

@@ -196,7 +196,7 @@ struct UntrustedRecordTests {
         path: DocumentPath("from-a-newer-docsync"), content: .directory, parents: [],
         modified: HLCTimestamp(wallMilliseconds: Self.wallMilliseconds()),
         deviceID: DeviceID(high: 0x5EE, low: 0x5EE), deviceName: "newer")
-      let payload = record.encoded + [2, 0x01, 0x02]
+      let payload = record.encoded + [3, 0x01, 0x02]
       let id = Digest256.sha256(payload).bytes
       func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
       try check(
