@@ -190,7 +190,7 @@ struct UntrustedRecordTests {
       let b = try library.device("desktop")
       try write(a.path("before.txt"), "synced before\n")
       try library.sync(a, b)
-      // A folder record with one more optional field (tag 2) than this docsync knows: what a
+      // A folder record with one more optional field (tag 3) than this docsync knows: what a
       // later docsync sends. Its id is the hash of its bytes, as any device checks.
       let record = VersionRecord(
         path: DocumentPath("from-a-newer-docsync"), content: .directory, parents: [],
