@@ -24,16 +24,18 @@ extension SyncEngine {
   static let objectBatchCount = 1024
 
   /// Keeps the chunk list of content this device holds, for the versions made from it.
-  func keepChunkList(_ list: ChunkList, of hash: ContentHash) {
-    keepChunkLists([(hash, list)])
+  func keepChunkList(_ list: ChunkList, of hash: ContentHash, recorded: Bool = false) {
+    keepChunkLists([(hash, list)], recorded: recorded)
   }
 
-  /// Keeps several chunk lists in one commit.
-  func keepChunkLists(_ lists: [(ContentHash, ChunkList)]) {
+  /// Keeps several chunk lists in one commit. `recorded`: lists cut as content was recorded,
+  /// which leave a list kept in another id scheme in place (``LocalStore/storeChunkLists(_:keepingOtherSchemes:)``).
+  func keepChunkLists(_ lists: [(ContentHash, ChunkList)], recorded: Bool = false) {
     guard objectStore != nil, !lists.isEmpty else { return }
     do {
       try store.storeChunkLists(
-        lists.map { ($0.0.bytes, $0.1.root.encoded(), $0.1.encodedEntries()) })
+        lists.map { ($0.0.bytes, $0.1.root.encoded(), $0.1.encodedEntries()) },
+        keepingOtherSchemes: recorded)
     } catch {
       logger.warning("cannot keep the chunk lists of \(lists.count) content(s): \(error)")
     }
@@ -162,6 +164,14 @@ extension SyncEngine {
         missing.contains($0.entry.id.bytes) && !queued.contains($0.entry.id.bytes)
       }
       guard !needed.isEmpty else { continue }
+      if try await adoptInPlace(hash, content.list, needed, into: objects, compressor: compressor) {
+        for (entry, _) in needed {
+          queued.insert(entry.id.bytes)
+          missing.remove(entry.id.bytes)
+          sentBytes += entry.size + 1
+        }
+        continue
+      }
       // The blob first; when it no longer holds the content (damaged here), a working file
       // that still does makes it again, as for a blob's upload.
       var remaining = needed[...]
@@ -228,6 +238,49 @@ extension SyncEngine {
     try await settle()
     withLock { contentState.sent(sentBytes) }
     return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
+  }
+
+  /// The smallest content handed to the hub in place: below it a copy costs little, and the
+  /// hub would keep many small packs.
+  static let adoptedContentMinimum: UInt64 = 8 << 20
+
+  /// Hands the chunks `needed` of content `hash` to the hub in the blob's own file, when the
+  /// hub can take it in place (``ObjectStore/adoptChunks(file:descriptor:chunks:framePrefix:)``)
+  /// and that beats copying: the content is large, the hub lacks most of it, and its chunks
+  /// do not compress (sampled), so that they would be stored raw anyway. The embedded hub then
+  /// writes none of its bytes again: a 1 GiB push wrote every byte twice (the blob, then a
+  /// pack). True when the hub has them now.
+  func adoptInPlace(
+    _ hash: ContentHash, _ list: ChunkList, _ needed: [(entry: ManifestEntry, offset: UInt64)],
+    into objects: any ObjectStore, compressor: ObjectCompressor
+  ) async throws(SyncError) -> Bool {
+    let size = list.root.size
+    let neededBytes = needed.reduce(UInt64(0)) { $0 + $1.entry.size }
+    // Only a blob this run wrote from hashed bytes: its chunks are what their ids say.
+    guard size >= Self.adoptedContentMinimum, neededBytes * 4 >= size * 3,
+      let file = blobs.openBlob(hash), let path = file.blobPath, blobs.isChecked(file, hash)
+    else { return false }
+    let placed = list.placed
+    let samples = Swift.min(8, placed.count)
+    var compressible = 0
+    for index in 0..<samples {
+      let (entry, offset) = placed[index * placed.count / samples]
+      guard
+        case .bytes(let bytes) = file.chunk(entry, at: offset, hasher: list.hasher, checked: true)
+      else { return false }
+      if compressor.frame(bytes).first != ObjectFrame.raw.rawValue { compressible += 1 }
+    }
+    guard compressible <= samples / 8 else { return false }
+    let chunks = needed.map {
+      AdoptedChunk(id: $0.entry.id.bytes, offset: Int64($0.offset), length: Int($0.entry.size))
+    }
+    do {
+      return try await objects.adoptChunks(
+        file: path, descriptor: file.descriptor, chunks: chunks,
+        framePrefix: [ObjectFrame.raw.rawValue])
+    } catch {
+      throw SyncError(error)
+    }
   }
 
   /// The bytes of the chunk `entry` (named by `hasher`) at `offset` of an open content, if
@@ -436,7 +489,8 @@ extension SyncEngine {
       var placed: UInt64 = 0
       var lying: [String] = []
       for entry in level {
-        if case .bytes = blob.chunk(entry, at: placed, hasher: verifier.hasher) {} else {
+        if case .bytes = blob.chunk(entry, at: placed, hasher: verifier.hasher) {
+        } else {
           lying.append(entry.id.hex)
         }
         placed += entry.size

@@ -97,7 +97,9 @@ import Testing
   @Test func randomBytesNeverTrapADecoder() {
     var random = TestBytes(seed: 7)
     let good = ManifestNode(height: 2, entries: syntheticChunks(5, seed: 8)).encoded()
-    let ref = ContentRoot(id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40, scheme: .current).encoded()
+    let ref = ContentRoot(
+      id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40, scheme: .current
+    ).encoded()
     for round in 0..<20_000 {
       var bytes = round % 2 == 0 ? good : ref
       for _ in 0...random.below(4) {
@@ -114,7 +116,8 @@ import Testing
   }
 
   @Test func contentReferencesRoundTrip() throws {
-    let ref = ContentRoot(id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30, scheme: .blake2b)
+    let ref = ContentRoot(
+      id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30, scheme: .blake2b)
     #expect(try ContentRoot(decoding: ref.encoded()) == ref)
     #expect(throws: ManifestError.self) { try ContentRoot(decoding: ref.encoded() + [1]) }
     let zero = ContentRoot(id: ref.id, height: 2, size: 0, scheme: .current).encoded()

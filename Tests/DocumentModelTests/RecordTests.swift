@@ -118,7 +118,8 @@ import Testing
         try VersionRecord(decoding: bytes, expectedID: id)
       }
     }
-    #expect(try VersionRecord(decoding: record.encoded, expectedID: record.id).chunks?.scheme == scheme)
+    #expect(
+      try VersionRecord(decoding: record.encoded, expectedID: record.id).chunks?.scheme == scheme)
   }
 
   @Test func aRecordOfABlake2bTreeKeepsItsBytesAndItsId() throws {
