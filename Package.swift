@@ -27,6 +27,9 @@ let package = Package(
     .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
     .systemLibrary(
       name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+    // BLAKE3 (object ids), compiled from Debian's librust-blake3-dev sources: Debian 12 ships
+    // the C implementation only there.
+    .target(name: "CBlake3"),
     // The I/O hooks that let libfuse 3.14 use FUSE passthrough, which it predates.
     .target(name: "CFuseIO", dependencies: ["CFuse"]),
     .target(
@@ -43,7 +46,7 @@ let package = Package(
     ),
     .target(
       name: "ContentModel",
-      dependencies: ["DocumentModel", "CSodium", "CZstd"],
+      dependencies: ["DocumentModel", "CBlake3", "CSodium", "CZstd"],
       swiftSettings: strict
     ),
     .target(

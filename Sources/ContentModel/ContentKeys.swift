@@ -5,7 +5,8 @@ import CSodium
 /// ids; an encrypted one derives both from its master key, so the same file in two libraries
 /// shares nothing on any hub and a hub cannot confirm that a library holds a known file.
 public struct ContentKeys: Sendable, Hashable {
-  /// BLAKE2b key of object ids (16 to 64 bytes), or empty for unkeyed ids.
+  /// The key of object ids, or empty for unkeyed ids: BLAKE2b's key (16 to 64 bytes), and what
+  /// BLAKE3's per-kind keys are derived from.
   public let idKey: [UInt8]
   /// The gear table that places chunk boundaries (see ``GearTable``).
   public let gear: GearTable

@@ -25,7 +25,9 @@ public struct ManifestBuilder: Sendable {
     precondition(!chunks.isEmpty, "empty content is one chunk of no bytes")
     if chunks.count == 1 {
       return ManifestTree(
-        root: ContentRoot(id: chunks[0].id, height: 0, size: chunks[0].size), nodes: [])
+        root: ContentRoot(
+          id: chunks[0].id, height: 0, size: chunks[0].size, scheme: hasher.scheme),
+        nodes: [])
     }
     var nodes: [(id: ObjectID, node: ManifestNode, encoded: [UInt8])] = []
     var level = chunks
@@ -63,7 +65,9 @@ public struct ManifestBuilder: Sendable {
       }
       if above.count == 1 {
         return ManifestTree(
-          root: ContentRoot(id: above[0].id, height: height, size: above[0].size), nodes: nodes)
+          root: ContentRoot(
+            id: above[0].id, height: height, size: above[0].size, scheme: hasher.scheme),
+          nodes: nodes)
       }
       level = above
       height += 1

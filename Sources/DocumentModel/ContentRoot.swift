@@ -7,11 +7,14 @@ public struct ContentRoot: Hashable, Sendable {
   public let id: Digest256
   public let height: UInt8
   public let size: UInt64
+  /// The hash that names the root and every object under it.
+  public let scheme: ObjectIDScheme
 
-  public init(id: Digest256, height: UInt8, size: UInt64) {
+  public init(id: Digest256, height: UInt8, size: UInt64, scheme: ObjectIDScheme) {
     self.id = id
     self.height = height
     self.size = size
+    self.scheme = scheme
   }
 
   /// The highest tree a record may claim, as ContentModel's decoder allows (a device makes

@@ -251,8 +251,11 @@ enum CanonicalEncoding {
       out.append(0)
     }
     // Only when present, so that every record made before chunks keeps its encoding and id.
+    // The tag is the tree's id scheme (1 BLAKE2b, 2 BLAKE3): a docsync that knows only BLAKE2b
+    // trees reads tag 2 as a newer field and asks to be upgraded, instead of checking BLAKE3
+    // objects with the wrong hash.
     if let chunks = record.chunks {
-      out.append(1)
+      out.append(chunks.scheme.rawValue)
       out.append(chunks.height)
       out += chunks.id.bytes
       appendInt(chunks.size, width: 8, to: &out)
@@ -283,7 +286,8 @@ enum CanonicalEncoding {
     var atEnd: Bool { offset == bytes.count }
     /// The tag of the first optional field this docsync does not know, when the record has
     /// one: optional fields follow the fixed ones, each a tag byte and its value, tags
-    /// rising (1, the chunks of a file's content, is the only one so far).
+    /// rising (1 and 2, the chunks of a file's content named by BLAKE2b or BLAKE3, are the
+    /// only ones so far).
     var newerField: UInt8?
 
     mutating func take(_ count: Int) -> ArraySlice<UInt8>? {
@@ -361,14 +365,16 @@ enum CanonicalEncoding {
       default: return nil
       }
       var chunks: ContentRoot?
-      if !atEnd, bytes[offset] == 1 {
+      if !atEnd, let scheme = ObjectIDScheme(rawValue: bytes[offset]) {
         offset += 1
         guard let height = take(1)?.first, let root = digest(), let size = int(width: 8)
         else { return nil }
-        chunks = ContentRoot(id: root, height: height, size: size)
+        chunks = ContentRoot(id: root, height: height, size: size, scheme: scheme)
       }
       if !atEnd {
-        guard bytes[offset] > 1 else { return nil }
+        // Optional fields rise; the chunks field takes the tags of the id schemes.
+        let lastKnown = ObjectIDScheme.allCases.map(\.rawValue).max()!
+        guard bytes[offset] > lastKnown else { return nil }
         newerField = bytes[offset]
         return nil
       }

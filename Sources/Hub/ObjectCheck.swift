@@ -1,4 +1,5 @@
 import CSodium
+import CXXHash
 
 /// The SQLite hub's check of an object's stored bytes: finds damage to its own copy (a failing
 /// disk, not an adversary: a device checks every object against its id, which only it can
@@ -14,6 +15,18 @@ enum ObjectCheck {
   /// The check stored with `bytes` from now on.
   static func of(_ bytes: [UInt8]) -> [UInt8] {
     let hash = XXHash64.hash(bytes)
+    return [xxHash64Tag] + withUnsafeBytes(of: hash.littleEndian) { Array($0) }
+  }
+
+  /// The check of `prefix` followed by `rest`, as ``of(_:)`` of the two end to end, without
+  /// putting them together: a chunk taken in place, whose frame's first byte is not in its file.
+  static func of(_ prefix: [UInt8], _ rest: UnsafeRawBufferPointer) -> [UInt8] {
+    let state = XXH64_createState()!
+    defer { XXH64_freeState(state) }
+    XXH64_reset(state, 0)
+    prefix.withUnsafeBytes { _ = XXH64_update(state, $0.baseAddress, $0.count) }
+    XXH64_update(state, rest.baseAddress, rest.count)
+    let hash = XXH64_digest(state)
     return [xxHash64Tag] + withUnsafeBytes(of: hash.littleEndian) { Array($0) }
   }
 

@@ -25,4 +25,25 @@ public protocol ObjectStore: Sendable {
   /// Ids of objects the hub found damaged (or lost) and asks its devices to put again; a put
   /// of the object ends the want.
   func wantedObjects() async throws(HubError) -> [[UInt8]]
+
+  /// Stores `chunks` by taking the file that holds them in place, as ``putObjects(_:)`` would
+  /// store each as `framePrefix` followed by its bytes (a raw frame), unless the hub has it.
+  /// True when the hub has every one of them now; false when it cannot take the file (another
+  /// file system, a hub over the network): nothing changed, and the caller puts them.
+  ///
+  /// The caller keeps its file and its name; it must never change the file's bytes again (a
+  /// blob: immutable once written). `descriptor` is the file open for reading, `path` its name.
+  func adoptChunks(
+    file path: String, descriptor: Int32, chunks: [AdoptedChunk], framePrefix: [UInt8]
+  )
+    async throws(HubError) -> Bool
+}
+
+extension ObjectStore {
+  /// Takes nothing: the caller puts the chunks.
+  public func adoptChunks(
+    file path: String, descriptor: Int32, chunks: [AdoptedChunk], framePrefix: [UInt8]
+  ) async throws(HubError) -> Bool {
+    false
+  }
 }

@@ -103,6 +103,39 @@ final class PackFolder: Sendable {
     }
   }
 
+  /// A new pack that is the file open as `file` itself, under a new name (a hard link: the
+  /// file keeps its other names), locked for this instance until the caller lets go, the name
+  /// durable. Nil when the file is on another file system or cannot be linked here.
+  func adopt(_ file: Int32) throws(HubError) -> PackHandle? {
+    var folderInfo = stat()
+    var fileInfo = stat()
+    guard fstat(descriptor, &folderInfo) == 0, fstat(file, &fileInfo) == 0,
+      folderInfo.st_dev == fileInfo.st_dev
+    else { return nil }
+    while true {
+      let name = String(UInt64.random(in: 0 ... .max), radix: 16) + Self.suffix
+      // Through /proc, the very file the caller has open, whatever its name leads to now.
+      guard linkat(AT_FDCWD, "/proc/self/fd/\(file)", descriptor, name, AT_SYMLINK_FOLLOW) == 0
+      else {
+        if errno == EEXIST { continue }
+        return nil
+      }
+      let fd = openat(descriptor, name, O_RDONLY | O_CLOEXEC)
+      guard fd >= 0 else { return nil }
+      let pack = PackHandle(name: name, descriptor: fd)
+      var linked = stat()
+      // A prune that listed the name before the lock took it may have removed it.
+      guard flock(fd, LOCK_EX | LOCK_NB) == 0, isNamed(pack), fstat(fd, &linked) == 0,
+        linked.st_ino == fileInfo.st_ino
+      else { continue }
+      if fsync(descriptor) != 0 {
+        remove(name)
+        throw .failed("cannot write the folder \(path) to disk: \(BlobFile.errorText())")
+      }
+      return pack
+    }
+  }
+
   /// The pack `name` opened and locked, when no instance appends to it and nobody else holds
   /// it; nil otherwise, or when it is gone.
   func lockSealed(_ name: String) -> PackHandle? {

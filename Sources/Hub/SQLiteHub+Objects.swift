@@ -155,8 +155,14 @@ extension SQLiteHub: ObjectStore {
         arguments: [Data(id)])
     else { return nil }
     let check = Array(row["check"] as Data)
-    guard let pack = row["pack"] as String? else { return (Array(row["data"] as Data), check) }
-    return (try packs.read(pack, at: row["offset"], length: row["length"]), check)
+    let data = Array(row["data"] as Data)
+    guard let pack = row["pack"] as String? else { return (data, check) }
+    // A packed row's data is the start of the frame (empty, or a chunk taken in place's
+    // frame byte), the pack the rest.
+    guard let rest = try packs.read(pack, at: row["offset"], length: row["length"]) else {
+      return (nil, check)
+    }
+    return (data.isEmpty ? rest : data + rest, check)
   }
 
   public func wantedObjects() async throws(HubError) -> [[UInt8]] {

@@ -19,12 +19,12 @@ import GRDB
 extension SQLiteHub: BlobTwins {
   /// The schema step that keeps blobs' twins. Released steps are never edited.
   static func registerTwinsMigration(_ migrator: inout DatabaseMigrator) {
-    migrator.registerMigration("v7 blob twins") { db in
+    migrator.registerMigration("v8 blob twins") { db in
       try db.execute(
         sql: """
           -- hash: a blob's SHA-256 that a record names; root: the id of the object whose tree
           -- holds exactly its bytes (garbage collection marks from it as from a record's
-          -- root); reference: DocumentModel's ContentRoot as ContentModel encodes it (format,
+          -- root); reference: DocumentModel's ContentRoot as ContentModel encodes it (id scheme,
           -- height, id, size), what devices are told. The blob's own row is gone once its twin
           -- is here, unless a device put the blob again since (harmless: the next conversion
           -- drops it again). A twin lives while a record names its hash: prune and forget drop
@@ -36,7 +36,7 @@ extension SQLiteHub: BlobTwins {
           ) WITHOUT ROWID;
           -- A docsync without twins would find a converted blob missing, report it as damage
           -- and ask every device to put it again: it must refuse this hub file.
-          INSERT OR REPLACE INTO settings (key, value) VALUES ('devices_from', '3');
+          INSERT OR REPLACE INTO settings (key, value) VALUES ('devices_from', '4');
           """)
     }
   }
@@ -203,8 +203,10 @@ extension SQLiteHub: BlobTwins {
   /// what is not converted yet. Each blob's transaction is short and the cutting holds none,
   /// so mounts sharing the hub go on writing meanwhile. A failed run is tried again at the
   /// next.
+  /// `report` hears how each run went, for the mount's log.
   public func convertInBackground(
-    after delay: Duration = .seconds(10), interval: Duration = .seconds(60)
+    after delay: Duration = .seconds(10), interval: Duration = .seconds(60),
+    report: @escaping @Sendable (Result<TwinBatch, HubError>) -> Void = { _ in }
   ) {
     guard twinSchedule.start() else { return }
     Task.detached(priority: .background) { [weak self] in
@@ -212,7 +214,11 @@ extension SQLiteHub: BlobTwins {
       while !Task.isCancelled {
         try? await Task.sleep(for: wait)
         guard let self else { return }
-        _ = try? await self.convertAllBlobs()
+        do throws(HubError) {
+          report(.success(try await self.convertAllBlobs()))
+        } catch {
+          report(.failure(error))
+        }
         wait = interval
       }
     }

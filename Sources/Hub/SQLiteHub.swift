@@ -77,7 +77,7 @@ public final class SQLiteHub: Hub {
   /// The newest format of hub file this docsync reads. A schema step that docsyncs without it
   /// cannot work with sets the `devices_from` setting to its format and raises this with it;
   /// steps that older docsyncs can live with (an index, a table they never read) leave both.
-  static let format = 3
+  static let format = 4
 
   /// Seconds that a content object stays after its last put or presence check although no
   /// record reaches it (see ``ObjectStore``): an upload's objects wait this long for its record.
@@ -293,6 +293,7 @@ public final class SQLiteHub: Hub {
     }
     registerObjectsMigration(&migrator)
     registerPacksMigration(&migrator)
+    registerAdoptedPacksMigration(&migrator)
     registerTwinsMigration(&migrator)
     return migrator
   }

@@ -15,11 +15,26 @@ public struct ChunkList: Sendable {
 
   /// How this device cuts and names content (a plain library: unkeyed ids).
   public static let hasher = ObjectHasher()
+  /// How lists kept before BLAKE3 named their chunks.
+  static let blake2b = ObjectHasher(scheme: .blake2b)
 
-  public init(entries: [ManifestEntry]) {
-    self.entries = entries
-    tree = ManifestBuilder(hasher: Self.hasher).build(chunks: entries)
+  /// The hasher of a tree in `scheme`.
+  public static func hasher(_ scheme: ObjectIDScheme) -> ObjectHasher {
+    switch scheme {
+    case .blake3: hasher
+    case .blake2b: blake2b
+    }
   }
+
+  /// The list of `entries`, named in `scheme`: the current one for content cut here, the
+  /// record's for a tree fetched from the hub.
+  public init(entries: [ManifestEntry], scheme: ObjectIDScheme) {
+    self.entries = entries
+    tree = ManifestBuilder(hasher: Self.hasher(scheme)).build(chunks: entries)
+  }
+
+  /// How this list's objects are named.
+  public var hasher: ObjectHasher { Self.hasher(root.scheme) }
 
   /// Each chunk and where it starts in the content.
   public var placed: [(entry: ManifestEntry, offset: UInt64)] {
@@ -60,7 +75,7 @@ public struct ChunkList: Sendable {
       entries.append(ManifestEntry(id: id, size: size))
       index += 36
     }
-    self.init(entries: entries)
+    self.init(entries: entries, scheme: root.scheme)
     guard self.root == root else { return nil }
   }
 }

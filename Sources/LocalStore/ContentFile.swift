@@ -79,13 +79,17 @@ public final class ContentFile: @unchecked Sendable {
   /// `checked`: the caller knows the file, as it is now, holds the content whose chunk list
   /// named `entry` (``ContentStore/isChecked(_:_:)``: written in this run from bytes hashed as
   /// they went, and unchanged since), so the id is not hashed again; only a short read counts.
-  public func chunk(_ entry: ManifestEntry, at offset: UInt64, checked: Bool = false) -> ChunkRead {
-    Self.chunk(of: descriptor, entry, at: offset, checked: checked)
+  /// `hasher` names the ids of the tree `entry` belongs to.
+  public func chunk(
+    _ entry: ManifestEntry, at offset: UInt64, hasher: ObjectHasher, checked: Bool = false
+  ) -> ChunkRead {
+    Self.chunk(of: descriptor, entry, at: offset, hasher: hasher, checked: checked)
   }
 
   /// ``chunk(_:at:checked:)`` of any open descriptor.
   static func chunk(
-    of descriptor: Int32, _ entry: ManifestEntry, at offset: UInt64, checked: Bool = false
+    of descriptor: Int32, _ entry: ManifestEntry, at offset: UInt64, hasher: ObjectHasher,
+    checked: Bool = false
   ) -> ChunkRead {
     let count = Int(entry.size)
     var bytes = [UInt8](repeating: 0, count: count)
@@ -99,7 +103,7 @@ public final class ContentFile: @unchecked Sendable {
       if got == 0 { return .otherBytes }
       done += got
     }
-    guard checked || ChunkList.hasher.id(of: bytes, kind: .chunk) == entry.id else {
+    guard checked || hasher.id(of: bytes, kind: .chunk) == entry.id else {
       return .otherBytes
     }
     return .bytes(bytes)

@@ -153,7 +153,7 @@ public struct ContentStore: Sendable {
       return nil
     }
     guard sha!.finalize().withUnsafeBytes({ Array($0) }) == hash.bytes else { return nil }
-    return ChunkList(entries: splitter.finish { _, _ in })
+    return ChunkList(entries: splitter.finish { _, _ in }, scheme: .current)
   }
 
   // MARK: - Blobs on their way in
@@ -209,7 +209,7 @@ public struct ContentStore: Sendable {
       try install(blob, as: hash, durable: durable)
       checked.note(hash, path: path(hash))
     }
-    return (hash, Int64(offset), ChunkList(entries: splitter.finish { _, _ in }))
+    return (hash, Int64(offset), ChunkList(entries: splitter.finish { _, _ in }, scheme: .current))
   }
 
   /// Records the content of the working file of `inode` as a blob: the file is made durable

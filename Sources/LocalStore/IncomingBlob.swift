@@ -31,8 +31,8 @@ public final class IncomingBlob {
   }
 
   /// What reading back the chunk `entry` written at `offset` gives, checked against its id.
-  public func chunk(_ entry: ManifestEntry, at offset: UInt64) -> ChunkRead {
-    ContentFile.chunk(of: descriptor, entry, at: offset)
+  public func chunk(_ entry: ManifestEntry, at offset: UInt64, hasher: ObjectHasher) -> ChunkRead {
+    ContentFile.chunk(of: descriptor, entry, at: offset, hasher: hasher)
   }
 
   /// Writes all of `bytes` at `offset`.

@@ -12,16 +12,27 @@ extension LocalStore {
   }
 
   /// Keeps several chunk lists in one transaction (the small files of a pull).
-  public func storeChunkLists(_ lists: [(hash: [UInt8], root: [UInt8], entries: [UInt8])])
-    throws(LocalStoreError)
-  {
+  ///
+  /// With `keepingOtherSchemes`, a list kept already in another id scheme (its root's first
+  /// byte) stays: content cut again as it is recorded names the tree the hub may have already,
+  /// so that a copy of content recorded before BLAKE3 uploads nothing.
+  public func storeChunkLists(
+    _ lists: [(hash: [UInt8], root: [UInt8], entries: [UInt8])], keepingOtherSchemes: Bool = false
+  ) throws(LocalStoreError) {
     guard !lists.isEmpty else { return }
+    let sql =
+      keepingOtherSchemes
+      ? """
+      INSERT INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)
+      ON CONFLICT (hash) DO UPDATE SET root = excluded.root, entries = excluded.entries
+      WHERE substr(root, 1, 1) = substr(excluded.root, 1, 1)
+      """
+      : "INSERT OR REPLACE INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)"
     do {
       try database.write { db in
         for list in lists {
-          try db.cachedStatement(
-            sql: "INSERT OR REPLACE INTO content_chunks (hash, root, entries) VALUES (?, ?, ?)"
-          ).execute(arguments: [Data(list.hash), Data(list.root), Data(list.entries)])
+          try db.cachedStatement(sql: sql).execute(
+            arguments: [Data(list.hash), Data(list.root), Data(list.entries)])
         }
       }
     } catch {

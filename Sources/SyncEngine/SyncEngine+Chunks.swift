@@ -24,16 +24,18 @@ extension SyncEngine {
   static let objectBatchCount = 1024
 
   /// Keeps the chunk list of content this device holds, for the versions made from it.
-  func keepChunkList(_ list: ChunkList, of hash: ContentHash) {
-    keepChunkLists([(hash, list)])
+  func keepChunkList(_ list: ChunkList, of hash: ContentHash, recorded: Bool = false) {
+    keepChunkLists([(hash, list)], recorded: recorded)
   }
 
-  /// Keeps several chunk lists in one commit.
-  func keepChunkLists(_ lists: [(ContentHash, ChunkList)]) {
+  /// Keeps several chunk lists in one commit. `recorded`: lists cut as content was recorded,
+  /// which leave a list kept in another id scheme in place (``LocalStore/storeChunkLists(_:keepingOtherSchemes:)``).
+  func keepChunkLists(_ lists: [(ContentHash, ChunkList)], recorded: Bool = false) {
     guard objectStore != nil, !lists.isEmpty else { return }
     do {
       try store.storeChunkLists(
-        lists.map { ($0.0.bytes, $0.1.root.encoded(), $0.1.encodedEntries()) })
+        lists.map { ($0.0.bytes, $0.1.root.encoded(), $0.1.encodedEntries()) },
+        keepingOtherSchemes: recorded)
     } catch {
       logger.warning("cannot keep the chunk lists of \(lists.count) content(s): \(error)")
     }
@@ -162,6 +164,14 @@ extension SyncEngine {
         missing.contains($0.entry.id.bytes) && !queued.contains($0.entry.id.bytes)
       }
       guard !needed.isEmpty else { continue }
+      if try await adoptInPlace(hash, content.list, needed, into: objects, compressor: compressor) {
+        for (entry, _) in needed {
+          queued.insert(entry.id.bytes)
+          missing.remove(entry.id.bytes)
+          sentBytes += entry.size + 1
+        }
+        continue
+      }
       // The blob first; when it no longer holds the content (damaged here), a working file
       // that still does makes it again, as for a blob's upload.
       var remaining = needed[...]
@@ -181,7 +191,7 @@ extension SyncEngine {
             remaining = remaining.dropFirst()
             continue
           }
-          let read = file.chunk(entry, at: offset, checked: checked)
+          let read = file.chunk(entry, at: offset, hasher: content.list.hasher, checked: checked)
           guard case .bytes(let bytes) = read else {
             unreadable = read == .unreadable
             if read == .otherBytes && blobs.isBlobFile(file, hash) {
@@ -230,10 +240,55 @@ extension SyncEngine {
     return Set(order.filter { !failed.contains($0) }.flatMap { contents[$0]!.versions })
   }
 
-  /// The bytes of the chunk `entry` at `offset` of an open content, if they are still that
-  /// chunk.
-  func readChunk(_ file: ContentFile, _ entry: ManifestEntry, at offset: UInt64) -> [UInt8]? {
-    if case .bytes(let bytes) = file.chunk(entry, at: offset) { return bytes }
+  /// The smallest content handed to the hub in place: below it a copy costs little, and the
+  /// hub would keep many small packs.
+  static let adoptedContentMinimum: UInt64 = 8 << 20
+
+  /// Hands the chunks `needed` of content `hash` to the hub in the blob's own file, when the
+  /// hub can take it in place (``ObjectStore/adoptChunks(file:descriptor:chunks:framePrefix:)``)
+  /// and that beats copying: the content is large, the hub lacks most of it, and its chunks
+  /// do not compress (sampled), so that they would be stored raw anyway. The embedded hub then
+  /// writes none of its bytes again: a 1 GiB push wrote every byte twice (the blob, then a
+  /// pack). True when the hub has them now.
+  func adoptInPlace(
+    _ hash: ContentHash, _ list: ChunkList, _ needed: [(entry: ManifestEntry, offset: UInt64)],
+    into objects: any ObjectStore, compressor: ObjectCompressor
+  ) async throws(SyncError) -> Bool {
+    let size = list.root.size
+    let neededBytes = needed.reduce(UInt64(0)) { $0 + $1.entry.size }
+    // Only a blob this run wrote from hashed bytes: its chunks are what their ids say.
+    guard size >= Self.adoptedContentMinimum, neededBytes * 4 >= size * 3,
+      let file = blobs.openBlob(hash), let path = file.blobPath, blobs.isChecked(file, hash)
+    else { return false }
+    let placed = list.placed
+    let samples = Swift.min(8, placed.count)
+    var compressible = 0
+    for index in 0..<samples {
+      let (entry, offset) = placed[index * placed.count / samples]
+      guard
+        case .bytes(let bytes) = file.chunk(entry, at: offset, hasher: list.hasher, checked: true)
+      else { return false }
+      if compressor.frame(bytes).first != ObjectFrame.raw.rawValue { compressible += 1 }
+    }
+    guard compressible <= samples / 8 else { return false }
+    let chunks = needed.map {
+      AdoptedChunk(id: $0.entry.id.bytes, offset: Int64($0.offset), length: Int($0.entry.size))
+    }
+    do {
+      return try await objects.adoptChunks(
+        file: path, descriptor: file.descriptor, chunks: chunks,
+        framePrefix: [ObjectFrame.raw.rawValue])
+    } catch {
+      throw SyncError(error)
+    }
+  }
+
+  /// The bytes of the chunk `entry` (named by `hasher`) at `offset` of an open content, if
+  /// they are still that chunk.
+  func readChunk(
+    _ file: ContentFile, _ entry: ManifestEntry, at offset: UInt64, hasher: ObjectHasher
+  ) -> [UInt8]? {
+    if case .bytes(let bytes) = file.chunk(entry, at: offset, hasher: hasher) { return bytes }
     return nil
   }
 
@@ -312,7 +367,7 @@ extension SyncEngine {
       }
       for node in list.tree.nodes { localNodes[node.id] = node.node }
     }
-    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    let verifier = ObjectVerifier(hasher: ChunkList.hasher(root.scheme))
     var receivedBytes: UInt64 = 0
     func fetch(_ ids: [ObjectID]) async throws(SyncError) -> [ObjectID: [UInt8]] {
       let (result, bytes) = try await Self.fetchObjects(ids, from: objects)
@@ -376,7 +431,7 @@ extension SyncEngine {
       var wanted: [ObjectID] = []
       for entry in level[window] where plain[entry.id] == nil {
         if let (source, at) = localChunks[entry.id],
-          let bytes = readChunk(sources[source].file, entry, at: at)
+          let bytes = readChunk(sources[source].file, entry, at: at, hasher: verifier.hasher)
         {
           plain[entry.id] = bytes
           copiedBytes += entry.size
@@ -434,7 +489,10 @@ extension SyncEngine {
       var placed: UInt64 = 0
       var lying: [String] = []
       for entry in level {
-        if case .bytes = blob.chunk(entry, at: placed) {} else { lying.append(entry.id.hex) }
+        if case .bytes = blob.chunk(entry, at: placed, hasher: verifier.hasher) {
+        } else {
+          lying.append(entry.id.hex)
+        }
         placed += entry.size
       }
       if lying.isEmpty {
@@ -453,7 +511,7 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
-    keepChunkList(ChunkList(entries: level), of: hash)
+    keepChunkList(ChunkList(entries: level, scheme: root.scheme), of: hash)
     if let file = blobs.openBlob(hash) { blobs.noteChecked(file, hash) }
     logger.debug(
       """
@@ -525,7 +583,11 @@ extension SyncEngine {
     -> Set<ContentHash>
   {
     guard let objects = objectStore else { return [] }
-    let verifier = ObjectVerifier(hasher: ChunkList.hasher)
+    // Each content is checked by its own record's id scheme.
+    var verifiers: [ObjectIDScheme: ObjectVerifier] = [:]
+    for scheme in ObjectIDScheme.allCases {
+      verifiers[scheme] = ObjectVerifier(hasher: ChunkList.hasher(scheme))
+    }
     var arrived: Set<ContentHash> = []
     var receivedBytes: UInt64 = 0
     for start in stride(from: 0, to: items.count, by: 512) {
@@ -541,7 +603,7 @@ extension SyncEngine {
         guard let framed = got[item.root.id.bytes] else { continue }
         receivedBytes += UInt64(framed.count)
         let entry = ManifestEntry(id: item.root.object, size: item.root.size)
-        guard let bytes = try? verifier.chunk(framed, for: entry),
+        guard let bytes = try? verifiers[item.root.scheme]!.chunk(framed, for: entry),
           ContentHash(of: bytes) == item.hash
         else { continue }
         plain[item.hash] = bytes
@@ -555,7 +617,8 @@ extension SyncEngine {
       // Kept, so that this device can put them again should the hub lose them.
       let lists = part.filter { plain[$0.hash] != nil }.map { item in
         let list = ChunkList(
-          entries: [ManifestEntry(id: item.root.object, size: item.root.size)])
+          entries: [ManifestEntry(id: item.root.object, size: item.root.size)],
+          scheme: item.root.scheme)
         return (item.hash.bytes, list.root.encoded(), list.encodedEntries())
       }
       do {
@@ -653,7 +716,7 @@ extension SyncEngine {
       let needed = list.placed.filter { wanted.contains($0.entry.id) }
       guard !needed.isEmpty, let file = openContent(hash, anywhere: true) else { return }
       for (entry, offset) in needed {
-        if let bytes = readChunk(file, entry, at: offset) {
+        if let bytes = readChunk(file, entry, at: offset, hasher: list.hasher) {
           chunks.append(HubObject(id: entry.id.bytes, data: compressor.frame(bytes)))
           wanted.remove(entry.id)
         }

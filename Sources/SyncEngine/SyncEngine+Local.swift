@@ -53,7 +53,7 @@ extension SyncEngine {
       }
     }
     // Before the records that name their roots are made (``chunkRoot(for:size:)``).
-    keepChunkLists(lists)
+    keepChunkLists(lists, recorded: true)
     // The files, the blobs and their names reach the disk before any record that names them.
     // Also when the window waits: a blob already in the store is not written again, so the
     // next window's records would name these without making them durable.
@@ -140,7 +140,11 @@ extension SyncEngine {
     } catch {
       throw SyncError(error)
     }
-    if let collect { collect(hash, chunks) } else { keepChunkList(chunks, of: hash) }
+    if let collect {
+      collect(hash, chunks)
+    } else {
+      keepChunkList(chunks, of: hash, recorded: true)
+    }
     return .file(hash: hash, size: UInt64(copied), executable: job.executable)
   }
 

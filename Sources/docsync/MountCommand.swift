@@ -384,7 +384,21 @@ struct MountCommand: ParsableCommand {
     // The embedded hub cuts old blobs into chunks in this process, in the background: it has
     // no server, and its mounts are its only code. Not for a mount that moves whole blobs (a
     // test of what blobs do), which cannot fetch content that became chunks.
-    if inChunks, let sqlite = hubInstance as? SQLiteHub { sqlite.convertInBackground() }
+    if inChunks, let sqlite = hubInstance as? SQLiteHub {
+      let log = Logger(label: "docsync.hub")
+      sqlite.convertInBackground { outcome in
+        switch outcome {
+        case .success(let total) where total.converted + total.damaged + total.skipped > 0:
+          log.info(
+            """
+            cut \(total.converted) old blob(s) of \(total.bytes) bytes into chunks \
+            (\(total.damaged) damaged, \(total.skipped) changed meanwhile)
+            """)
+        case .success: break
+        case .failure(let error): log.warning("cannot cut old blobs into chunks now: \(error)")
+        }
+      }
+    }
     let engine: SyncEngine
     do {
       library.record(hub: hubLocation)

@@ -14,7 +14,7 @@ import Testing
   @Test func oneChunkIsItsOwnReference() {
     let chunk = syntheticChunks(1, seed: 1)[0]
     let tree = ManifestBuilder().build(chunks: [chunk])
-    #expect(tree.root == ContentRoot(id: chunk.id, height: 0, size: chunk.size))
+    #expect(tree.root == ContentRoot(id: chunk.id, height: 0, size: chunk.size, scheme: .current))
     #expect(tree.nodes.isEmpty)
   }
 
@@ -97,7 +97,9 @@ import Testing
   @Test func randomBytesNeverTrapADecoder() {
     var random = TestBytes(seed: 7)
     let good = ManifestNode(height: 2, entries: syntheticChunks(5, seed: 8)).encoded()
-    let ref = ContentRoot(id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40).encoded()
+    let ref = ContentRoot(
+      id: syntheticChunks(1, seed: 9)[0].id, height: 3, size: 1 << 40, scheme: .current
+    ).encoded()
     for round in 0..<20_000 {
       var bytes = round % 2 == 0 ? good : ref
       for _ in 0...random.below(4) {
@@ -114,10 +116,11 @@ import Testing
   }
 
   @Test func contentReferencesRoundTrip() throws {
-    let ref = ContentRoot(id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30)
+    let ref = ContentRoot(
+      id: syntheticChunks(1, seed: 10)[0].id, height: 2, size: 1 << 30, scheme: .blake2b)
     #expect(try ContentRoot(decoding: ref.encoded()) == ref)
     #expect(throws: ManifestError.self) { try ContentRoot(decoding: ref.encoded() + [1]) }
-    let zero = ContentRoot(id: ref.id, height: 2, size: 0).encoded()
+    let zero = ContentRoot(id: ref.id, height: 2, size: 0, scheme: .current).encoded()
     #expect(throws: ManifestError.self) { try ContentRoot(decoding: zero) }
   }
 }

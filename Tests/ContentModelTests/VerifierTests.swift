@@ -105,9 +105,11 @@ struct FrameStore {
     rolledBack.frames[root.object] = store.frames[other.object]
     #expect(throws: ManifestError.self) { try rolledBack.read(root, 0..<10) }
     // A reference that lies about the size or the height of what it names.
-    let lying = ContentRoot(id: root.id, height: root.height, size: root.size + 1)
+    let lying = ContentRoot(
+      id: root.id, height: root.height, size: root.size + 1, scheme: root.scheme)
     #expect(throws: ManifestError.self) { try store.read(lying, 0..<10) }
-    let taller = ContentRoot(id: root.id, height: root.height + 1, size: root.size)
+    let taller = ContentRoot(
+      id: root.id, height: root.height + 1, size: root.size, scheme: root.scheme)
     #expect(throws: ManifestError.self) { try store.read(taller, 0..<10) }
     // A missing object is refused too, never read as zeros.
     var missing = store

@@ -94,26 +94,49 @@ import Testing
     }
   }
 
-  @Test func aFieldFromALaterDocsyncIsToldApartFromGarbage() throws {
+  @Test(arguments: ObjectIDScheme.allCases)
+  func aFieldFromALaterDocsyncIsToldApartFromGarbage(scheme: ObjectIDScheme) throws {
     let record = VersionRecord(
       path: path("doc"), content: .file(hash: ContentHash(of: [1]), size: 1, executable: false),
       parents: [], modified: HLCTimestamp(wallMilliseconds: 1), deviceID: DeviceID(high: 0, low: 1),
-      deviceName: "d", chunks: ContentRoot(id: .sha256([2]), height: 1, size: 1))
-    // After the chunks (field 1), and alone: a newer field, whatever its bytes.
-    for bytes in [record.encoded + [2, 9, 9], record.encoded + [200]] {
+      deviceName: "d", chunks: ContentRoot(id: .sha256([2]), height: 1, size: 1, scheme: scheme))
+    // After the chunks (field 1 or 2, by id scheme), and alone: a newer field, whatever its
+    // bytes.
+    for bytes in [record.encoded + [3, 9, 9], record.encoded + [200]] {
       let id = VersionID(.sha256(bytes))
       #expect(throws: IntegrityError.newerFormat(id, field: bytes[record.encoded.count])) {
         try VersionRecord(decoding: bytes, expectedID: id)
       }
     }
     // A field 0, or the chunks twice, is no format at all.
-    for bytes in [record.encoded + [0], record.encoded + Array(record.encoded.suffix(42))] {
+    for bytes in [
+      record.encoded + [0], record.encoded + Array(record.encoded.suffix(42)),
+      record.encoded + [1] + Array(record.encoded.suffix(41)),
+    ] {
       let id = VersionID(.sha256(bytes))
       #expect(throws: IntegrityError.malformedRecord(id)) {
         try VersionRecord(decoding: bytes, expectedID: id)
       }
     }
-    #expect(try VersionRecord(decoding: record.encoded, expectedID: record.id).chunks != nil)
+    #expect(
+      try VersionRecord(decoding: record.encoded, expectedID: record.id).chunks?.scheme == scheme)
+  }
+
+  @Test func aRecordOfABlake2bTreeKeepsItsBytesAndItsId() throws {
+    // Field 1 as sessions 40 to 44 wrote it; a docsync of those sessions reads field 2 (BLAKE3
+    // trees) as a newer field and asks to be upgraded.
+    let record = VersionRecord(
+      path: path("doc"), content: .file(hash: ContentHash(of: [1]), size: 1, executable: false),
+      parents: [], modified: HLCTimestamp(wallMilliseconds: 1), deviceID: DeviceID(high: 0, low: 1),
+      deviceName: "d", chunks: ContentRoot(id: .sha256([2]), height: 1, size: 1, scheme: .blake2b))
+    #expect(record.encoded[record.encoded.count - 42] == 1)
+    let decoded = try VersionRecord(decoding: record.encoded, expectedID: record.id)
+    #expect(decoded.encoded == record.encoded && decoded.id == record.id)
+    let current = VersionRecord(
+      path: path("doc"), content: .file(hash: ContentHash(of: [1]), size: 1, executable: false),
+      parents: [], modified: HLCTimestamp(wallMilliseconds: 1), deviceID: DeviceID(high: 0, low: 1),
+      deviceName: "d", chunks: ContentRoot(id: .sha256([2]), height: 1, size: 1, scheme: .blake3))
+    #expect(current.encoded[current.encoded.count - 42] == 2 && current.id != record.id)
   }
 
   @Test func blobCheck() throws {

@@ -388,14 +388,15 @@ struct Schedule {
         // A chunk root on a folder or a deletion.
         content = pick[2] % 2 == 0 ? .deletion : .directory
         contentTime = nil
-        chunks = ContentRoot(id: Digest256.sha256([1]), height: 1, size: 1)
+        chunks = ContentRoot(id: Digest256.sha256([1]), height: 1, size: 1, scheme: .current)
       case 1:
         // A chunk root that does not cover the file's bytes.
         content = .file(
           hash: good.content.blobHash ?? ContentHash(of: []), size: size, executable: false)
         contentTime = good.contentTime ?? 0
         chunks = ContentRoot(
-          id: Digest256.sha256([2]), height: 1, size: size + 1 + UInt64(pick[3]))
+          id: Digest256.sha256([2]), height: 1, size: size + 1 + UInt64(pick[3]),
+          scheme: pick[3] % 2 == 0 ? .blake3 : .blake2b)
       default:
         // A tree higher than any device makes.
         content = .file(
@@ -403,7 +404,7 @@ struct Schedule {
         contentTime = good.contentTime ?? 0
         chunks = ContentRoot(
           id: Digest256.sha256([3]), height: ContentRoot.maximumHeight + 1 + pick[3] % 100,
-          size: size)
+          size: size, scheme: .current)
       }
     }
     // Built as another device's program would send it, with the id its bytes hash to: the

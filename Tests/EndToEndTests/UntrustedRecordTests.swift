@@ -190,13 +190,13 @@ struct UntrustedRecordTests {
       let b = try library.device("desktop")
       try write(a.path("before.txt"), "synced before\n")
       try library.sync(a, b)
-      // A folder record with one more optional field (tag 2) than this docsync knows: what a
+      // A folder record with one more optional field (tag 3) than this docsync knows: what a
       // later docsync sends. Its id is the hash of its bytes, as any device checks.
       let record = VersionRecord(
         path: DocumentPath("from-a-newer-docsync"), content: .directory, parents: [],
         modified: HLCTimestamp(wallMilliseconds: Self.wallMilliseconds()),
         deviceID: DeviceID(high: 0x5EE, low: 0x5EE), deviceName: "newer")
-      let payload = record.encoded + [2, 0x01, 0x02]
+      let payload = record.encoded + [3, 0x01, 0x02]
       let id = Digest256.sha256(payload).bytes
       func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
       try check(

@@ -359,15 +359,15 @@ struct SQLiteBlobTwinTests {
   }
 
   /// A docsync that knows no twins refuses the hub file in one line.
-  @Test func theTwinsStepNeedsFormat3() async throws {
+  @Test func theTwinsStepNeedsFormat4() async throws {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
     _ = try SQLiteHub(path: path)
     let needed = try await DatabaseQueue(path: path).read { db in
       try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
     }
-    #expect(needed == "3")
-    #expect(SQLiteHub.format == 3)
+    #expect(needed == "4")
+    #expect(SQLiteHub.format == 4)
   }
 
   /// `docsync hub init HUB-FILE` killed at random moments while it converts: after every kill,

@@ -172,11 +172,12 @@ struct SQLiteHubPackTests {
     #expect(try await hub.objects([old.id, new.id]) == [old.id: old.data, new.id: new.data])
     #expect(try Self.place(old.id, in: path)?.pack == nil)
     #expect(try Self.place(new.id, in: path)?.pack != nil)
-    // A docsync without packs must refuse this file now.
+    // A docsync without packs must refuse this file now (format 2 is packs, 3 chunks taken in
+    // place, which came after).
     let needed = try await DatabaseQueue(path: path).read { db in
       try String.fetchOne(db, sql: "SELECT value FROM settings WHERE key = 'devices_from'")
     }
-    // 2 from this step on; a later step (v7 blob twins) may raise it.
+    // 2 from this step on; later steps (chunks taken in place, blob twins) raise it.
     #expect((Int(needed ?? "") ?? 0) >= 2)
     #expect(SQLiteHub.format >= 2)
   }

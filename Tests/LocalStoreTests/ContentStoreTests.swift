@@ -71,7 +71,7 @@ import Testing
     // Each chunk reads back from the blob, checked against its id.
     let file = try #require(content.openBlob(hash))
     for (entry, offset) in chunks.placed {
-      guard case .bytes(let read) = file.chunk(entry, at: offset) else {
+      guard case .bytes(let read) = file.chunk(entry, at: offset, hasher: chunks.hasher) else {
         Issue.record("chunk at \(offset) does not read back")
         return
       }
@@ -95,7 +95,7 @@ import Testing
     #expect(!file.holds(hash))
     #expect(content.chunkList(of: file, expecting: hash) == nil)
     let entry = ManifestEntry(id: ChunkList.hasher.id(of: data, kind: .chunk), size: 16)
-    #expect(file.chunk(entry, at: 0) == .otherBytes)
+    #expect(file.chunk(entry, at: 0, hasher: ChunkList.hasher) == .otherBytes)
     // Renaming a damaged blob into a working file removes it instead.
     let move = content.moveBlobIntoNewWorkingFile(hash, time: 0, durable: false)
     guard case .damaged = move else {

@@ -76,8 +76,32 @@ final class Device: @unchecked Sendable {
     return handle
   }
 
+  /// Writes `bytes` in one write and closes the file.
+  func write(_ path: String, bytes: [UInt8]) throws {
+    let handle = try writeLeavingOpen(path, bytes: bytes)
+    try fileSystem.flush(handle: handle)
+    fileSystem.release(handle: handle)
+  }
+
+  /// Every byte of the file at `path`.
+  func readBytes(_ path: String) throws -> [UInt8] {
+    let file = try fileSystem.open(inode: try inode(path), flags: O_RDONLY, caller: me)
+    defer { fileSystem.release(handle: file.handle) }
+    var bytes: [UInt8] = []
+    while true {
+      let part = try fileSystem.read(
+        handle: file.handle, offset: Int64(bytes.count), count: 1 << 20)
+      if part.isEmpty { return bytes }
+      bytes += part
+    }
+  }
+
   /// Writes as `write` does, and keeps the file open for writing.
   func writeLeavingOpen(_ path: String, _ text: String) throws -> UInt64 {
+    try writeLeavingOpen(path, bytes: Array(text.utf8))
+  }
+
+  func writeLeavingOpen(_ path: String, bytes: [UInt8]) throws -> UInt64 {
     let parts = path.split(separator: "/").map(String.init)
     let parent = try inode(parts.dropLast().joined(separator: "/"))
     let name = Array(parts.last!.utf8)
@@ -95,7 +119,7 @@ final class Device: @unchecked Sendable {
       fileSystem.forget(inode: UInt64(attributes.st_ino), count: 1)
       handle = file.handle
     }
-    _ = try Array(text.utf8).withUnsafeBytes {
+    _ = try bytes.withUnsafeBytes {
       try fileSystem.write(handle: handle, data: $0, offset: 0)
     }
     return handle

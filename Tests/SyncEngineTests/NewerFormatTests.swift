@@ -30,7 +30,7 @@ struct NewerFormatTests {
     try await a.sync()
     try await b.sync()
     let hub = try SQLiteHub(path: library.folder + "/hub.sqlite")
-    try await hub.append([Self.newerRecord(at: "from-the-future", field: 2)])
+    try await hub.append([Self.newerRecord(at: "from-the-future", field: 3)])
     try a.write("doc.txt", "second\n")
     // A's own push goes up (a newer device can read it); its pull stops at the new record.
     await #expect {
