@@ -145,6 +145,38 @@ struct PostgresBlobTwinTests {
     #expect(try await Self.count("SELECT count(*)::bigint FROM docsync.objects", in: database) == 0)
   }
 
+  /// Prune after a conversion: the released versions' twins go, with the objects only they
+  /// reached; the kept version reads whole.
+  @Test func pruneAfterConversionDropsReleasedTwinsAndNothingElse() async throws {
+    let (url, database) = try await PostgresTestCluster.freshHubURL()
+    let hub = try PostgresHub(location: url)
+    let letters = Array("abcdefghijklmnopqrstuvwxyz \n".utf8)
+    var text = SQLiteBlobTwinTests.pseudoRandom(400_000, seed: 11).map {
+      letters[Int($0) % letters.count]
+    }
+    var contents: [String] = []
+    for index in 0..<5 {
+      if index > 0 {
+        for offset in 0..<16 { text[index * 70_001 + offset] = UInt8(ascii: "A") }
+      }
+      contents.append(String(decoding: text, as: UTF8.self))
+    }
+    let chain = try await versionChain(hub, contents)
+    try await hub.append(chain.map(\.record))
+    let administration = try HubAdministration(adminURL: try Self.adminURL(database))
+    #expect(try await administration.convertBlobs().converted == 5)
+    let objects = try await Self.count("SELECT count(*)::bigint FROM docsync.objects", in: database)
+    // Staggered retention lets every version but the head go (they are an hour old).
+    try await hub.prune(records: chain.map(\.record.id))
+    #expect(try await allRecords(hub).map(\.blobs) == [[], [], [], [], [chain[4].blob]])
+    #expect(
+      try await Self.count("SELECT count(*)::bigint FROM docsync.blob_twins", in: database) == 1)
+    #expect(try await hub.blobRoots(chain.map(\.blob)).keys.map { $0 } == [chain[4].blob])
+    let left = try await Self.count("SELECT count(*)::bigint FROM docsync.objects", in: database)
+    #expect(left < objects, "\(objects) objects before the prune, \(left) after")
+    try await Self.expectReadable([Array(contents[4].utf8)], hub)
+  }
+
   /// Stopped at each step of a blob's conversion, as a crash would stop it: every version is
   /// readable, each blob held once (blob or twin), and the next run goes on.
   /// (No step removes a file here: a blob's bytes are rows, gone with its twin's transaction.)
