@@ -25,6 +25,10 @@ struct ContentState {
   /// Queued versions whose content is on the hub, their records not yet: counted as done, so
   /// that progress moves with each file rather than with each batch of records.
   private(set) var uploaded: Set<VersionID> = []
+  /// Ids of objects the hub wants that this device looked for in the content it holds whole
+  /// and the hub keeps as twins (``SyncEngine/serveWantedObjects()``): each is looked for once,
+  /// since looking cuts content, and the hub asks again at every round.
+  var wantedLookedForInTwins: Set<[UInt8]> = []
   /// Bytes of content objects this run put on the hub and fetched from it, as stored
   /// (compressed): what chunks save shows here.
   private(set) var bytesSent: UInt64 = 0

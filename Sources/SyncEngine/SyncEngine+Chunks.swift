@@ -726,25 +726,26 @@ extension SyncEngine {
       guard let list = storedChunkList(hash) else { continue }
       serve(hash, list)
     }
-    if !wanted.isEmpty {
+    let unsearched = withLock {
+      wanted.map(\.bytes).filter { !contentState.wantedLookedForInTwins.contains($0) }
+    }
+    if !unsearched.isEmpty {
       // Content fetched whole before the hub cut its blob into a twin has no kept list: the
-      // blobs here that have twins are cut now (their lists kept, so once only), in case one
-      // holds what the hub lost.
+      // content here that has a twin is cut (its list kept, so once only), in case it holds
+      // what the hub lost. Each wanted id once: the hub asks at every round.
+      withLock { contentState.wantedLookedForInTwins.formUnion(unsearched) }
       let kept = Set(hashes)
       var held: [ContentHash: DocumentPath?] = [:]
-      for blob in blobs.storedBlobs() {
-        if let hash = Self.contentHash(hex: blob.hex) { held[hash] = .some(nil) }
-      }
-      // And what the paths show, most often held by their working files alone.
+      // What the paths show (most often held by their working files alone), read under the
+      // lock from memory; whether this device holds it is asked outside, by `chunkList`.
       withLock {
         for (path, record) in library.shown {
           let id = VersionID(digest(record.versionID))
-          if let hash = library.known[id]?.content.blobHash, held[hash] == nil,
-            holdsContent(hash, preferring: path)
-          {
-            held[hash] = path
-          }
+          if let hash = library.known[id]?.content.blobHash { held[hash] = path }
         }
+      }
+      for blob in blobs.storedBlobs() {
+        if let hash = Self.contentHash(hex: blob.hex), held[hash] == nil { held[hash] = .some(nil) }
       }
       for hash in kept { held[hash] = nil }
       for hash in try await twinRoots(Array(held.keys)).keys.sorted(by: { $0.hex < $1.hex })
