@@ -22,23 +22,29 @@ public enum BlobFile {
   }
 
   /// Reads up to `count` bytes at `offset`, fewer only at the end of the file.
-  public static func readChunk(_ fd: Int32, at offset: Int64, count: Int, of owner: Owner)
-    throws(HubError) -> [UInt8]
-  {
-    var buffer = [UInt8](repeating: 0, count: count)
-    var filled = 0
-    while filled < count {
-      let got = buffer.withUnsafeMutableBytes { bytes in
-        pread(fd, bytes.baseAddress! + filled, count - filled, off_t(offset) + off_t(filled))
+  public static func readChunk(
+    _ fd: Int32, at offset: Int64, count: Int, after prefix: [UInt8] = [], of owner: Owner
+  ) throws(HubError) -> [UInt8] {
+    // Read straight into the array, after `prefix`: neither zeroed first nor copied after,
+    // which was a tenth of a chunked pull's processor time.
+    var failed = false
+    let buffer = [UInt8](unsafeUninitializedCapacity: prefix.count + count) { bytes, initialized in
+      for (index, byte) in prefix.enumerated() { bytes[index] = byte }
+      let start = bytes.baseAddress! + prefix.count
+      var filled = 0
+      while filled < count {
+        let got = pread(fd, start + filled, count - filled, off_t(offset) + off_t(filled))
+        if got < 0 {
+          if errno == EINTR { continue }
+          failed = true
+          break
+        }
+        if got == 0 { break }
+        filled += got
       }
-      if got < 0 {
-        if errno == EINTR { continue }
-        throw failure(to: "read", owner)
-      }
-      if got == 0 { break }
-      filled += got
+      initialized = prefix.count + filled
     }
-    buffer.removeLast(count - filled)
+    if failed { throw failure(to: "read", owner) }
     return buffer
   }
 
