@@ -197,6 +197,12 @@ final class PackFolder: Sendable {
     _ = unlinkat(descriptor, name, 0)
   }
 
+  /// The size of the pack `name`, nil when it is gone.
+  func size(of name: String) -> Int64? {
+    var info = stat()
+    return fstatat(descriptor, name, &info, 0) == 0 ? Int64(info.st_size) : nil
+  }
+
   /// The bytes all packs take, for tests and reports.
   func totalSize() -> Int64 {
     names().reduce(0) { total, name in
