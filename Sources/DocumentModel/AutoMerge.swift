@@ -133,9 +133,13 @@ public struct AutoMerge: Sendable, Equatable {
     return .merged(merged)
   }
 
-  /// The merge record for merged content `hash` of `size` bytes: a function of the heads only.
-  public func record(hash: ContentHash, size: UInt64) -> VersionRecord {
-    record(content: .file(hash: hash, size: size, executable: executable))
+  /// The merge record for merged content `hash` of `size` bytes: a function of the heads only,
+  /// and of `chunks`, the merged content's chunk root, which every device cuts alike from the
+  /// same bytes.
+  public func record(hash: ContentHash, size: UInt64, chunks: ContentRoot? = nil)
+    -> VersionRecord
+  {
+    record(content: .file(hash: hash, size: size, executable: executable), chunks: chunks)
   }
 
   /// The merge record with `content` (``sameContent`` for equal heads): a function of the
@@ -145,7 +149,7 @@ public struct AutoMerge: Sendable, Equatable {
   /// every parent, as a hybrid clock makes a version, and the same on every device. Its
   /// content time is the latest head's, so the file shows when its newest edit was made (for
   /// equal heads, the best head's: what every device shows already).
-  public func record(content: VersionContent) -> VersionRecord {
+  public func record(content: VersionContent, chunks: ContentRoot? = nil) -> VersionRecord {
     let latest = heads.map(\.modified).max()!
     let modified =
       latest.counter < UInt32.max
@@ -154,7 +158,7 @@ public struct AutoMerge: Sendable, Equatable {
     return VersionRecord(
       path: path, content: content, parents: heads.map(\.id), modified: modified,
       deviceID: Self.deviceID, deviceName: Self.deviceName,
-      contentTime: content.blobHash == nil ? nil : contentTime)
+      contentTime: content.blobHash == nil ? nil : contentTime, chunks: chunks)
   }
 
   /// The key of the heads this merge follows: when it changes, the merge is decided again.

@@ -156,9 +156,11 @@ final class PackFolder: Sendable {
 
   /// Reads an object's bytes from `pack`; nil when the pack is gone (a prune in some process
   /// rewrote it: the row naming it has moved, and the caller reads the row again).
-  func read(_ pack: String, at offset: Int64, length: Int) throws(HubError) -> [UInt8]? {
+  func read(_ pack: String, at offset: Int64, length: Int, after prefix: [UInt8] = [])
+    throws(HubError) -> [UInt8]?
+  {
     guard let handle = reader(pack) else { return nil }
-    return try handle.read(at: offset, length: length)
+    return try handle.read(at: offset, length: length, after: prefix)
   }
 
   private func reader(_ name: String) -> PackHandle? {
@@ -193,6 +195,12 @@ final class PackFolder: Sendable {
   func remove(_ name: String) {
     forget(name)
     _ = unlinkat(descriptor, name, 0)
+  }
+
+  /// The size of the pack `name`, nil when it is gone.
+  func size(of name: String) -> Int64? {
+    var info = stat()
+    return fstatat(descriptor, name, &info, 0) == 0 ? Int64(info.st_size) : nil
   }
 
   /// The bytes all packs take, for tests and reports.

@@ -29,11 +29,12 @@ final class PackHandle: Sendable {
     return fstat(descriptor, &info) == 0 && info.st_nlink > 0
   }
 
-  /// Reads `length` bytes at `offset`; fewer when the file ends first (a damaged pack, which
-  /// the object's check then finds).
-  func read(at offset: Int64, length: Int) throws(HubError) -> [UInt8] {
+  /// Reads `length` bytes at `offset`, after `prefix`; fewer when the file ends first (a
+  /// damaged pack, which the object's check then finds).
+  func read(at offset: Int64, length: Int, after prefix: [UInt8] = []) throws(HubError) -> [UInt8] {
     do {
-      return try BlobFile.readChunk(descriptor, at: offset, count: length, of: .hub)
+      return try BlobFile.readChunk(
+        descriptor, at: offset, count: length, after: prefix, of: .hub)
     } catch {
       throw .failed("cannot read the hub's pack \(name): \(BlobFile.errorText())")
     }

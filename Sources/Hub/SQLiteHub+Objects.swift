@@ -159,10 +159,7 @@ extension SQLiteHub: ObjectStore {
     guard let pack = row["pack"] as String? else { return (data, check) }
     // A packed row's data is the start of the frame (empty, or a chunk taken in place's
     // frame byte), the pack the rest.
-    guard let rest = try packs.read(pack, at: row["offset"], length: row["length"]) else {
-      return (nil, check)
-    }
-    return (data.isEmpty ? rest : data + rest, check)
+    return (try packs.read(pack, at: row["offset"], length: row["length"], after: data), check)
   }
 
   public func wantedObjects() async throws(HubError) -> [[UInt8]] {

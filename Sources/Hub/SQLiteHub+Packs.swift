@@ -38,9 +38,12 @@ extension SQLiteHub {
     }
   }
 
-  /// Rewrites the sealed packs whose live objects take less than half of them and removes
-  /// those no row names (a put cut short before its commit leaves such bytes); seals this
-  /// instance's pack first. Returns how many packs went.
+  /// The most small packs one prune copies together.
+  static let smallPacksMerged = 256
+
+  /// Rewrites the sealed packs whose live objects take less than half of them, copies the
+  /// small ones together, and removes those no row names (a put cut short before its commit
+  /// leaves such bytes); seals this instance's pack first. Returns how many packs went.
   @discardableResult
   func compactPacks() async throws(HubError) -> Int {
     // This instance's own pack too (a mount's last pack would otherwise keep what it pruned
@@ -49,7 +52,14 @@ extension SQLiteHub {
     try await write { [packs] _ in packs.seal() }
     var target: (pack: PackHandle, size: Int64)?
     var removed = 0
-    for name in packs.names() {
+    let names = packs.names()
+    // Every mount that uploads anything leaves a pack of its own: over months, thousands of
+    // small files. Those under an eighth of a full pack are copied together whenever there
+    // are two or more (at most `smallPacksMerged` a prune), however live.
+    let small = Set(
+      names.filter { name in (packs.size(of: name) ?? packs.packSize) < packs.packSize / 8 }
+        .prefix(Self.smallPacksMerged))
+    for name in names {
       // Held until the file is gone: an instance appending to it, or another prune, keeps it.
       guard let held = packs.lockSealed(name), let size = held.size else { continue }
       let live = try await read { db in
@@ -69,7 +79,8 @@ extension SQLiteHub {
         removed += 1
         continue
       }
-      if live.reduce(0, { $0 + $1.length }) * 2 >= size { continue }
+      let merged = small.count >= 2 && small.contains(name)
+      if live.reduce(0, { $0 + $1.length }) * 2 >= size && !merged { continue }
       if target == nil || target!.size >= packs.packSize {
         target = (try packs.create(), 0)
       }

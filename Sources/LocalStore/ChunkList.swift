@@ -33,6 +33,13 @@ public struct ChunkList: Sendable {
     tree = ManifestBuilder(hasher: Self.hasher(scheme)).build(chunks: entries)
   }
 
+  /// The list of `bytes`, cut and named now in the current scheme.
+  public init(cutting bytes: [UInt8]) {
+    var splitter = ContentSplitter(hasher: Self.hasher)
+    bytes.withUnsafeBytes { splitter.append($0) { _, _ in } }
+    self.init(entries: splitter.finish { _, _ in }, scheme: .current)
+  }
+
   /// How this list's objects are named.
   public var hasher: ObjectHasher { Self.hasher(root.scheme) }
 

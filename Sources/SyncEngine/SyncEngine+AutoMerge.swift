@@ -86,9 +86,21 @@ extension SyncEngine {
       }
       // The blob's name reaches the disk before the record that names it can.
       store.syncBlobFolders(of: [hash.hex])
-      let record = plan.record(hash: hash, size: UInt64(bytes.count))
+      let record = plan.record(
+        hash: hash, size: UInt64(bytes.count), chunks: mergeChunkRoot(bytes, hash: hash))
       withLock { adoptMerges([(record, plan)]) }
     }
+  }
+
+  /// The chunk root a merge of these bytes names, when the hub stores objects: cut and named
+  /// in the current scheme with the library's keys, which every device of this docsync does
+  /// alike, so that all make one record, and the merge moves only what it changed. Its list is
+  /// kept in place of any other (one in BLAKE2b would name another tree), for the upload.
+  func mergeChunkRoot(_ bytes: [UInt8], hash: ContentHash) -> ContentRoot? {
+    guard objectStore != nil else { return nil }
+    let list = ChunkList(cutting: bytes)
+    keepChunkList(list, of: hash)
+    return list.root
   }
 
   /// Stores merge records and shows their content, except those whose heads moved on while

@@ -24,6 +24,18 @@ struct SQLiteHubAdoptedPackTests {
     return (descriptor, chunks, objects.map(\.data))
   }
 
+  /// A file of `count` chunks beside the hub at `path`, taken in place.
+  static func adopted(_ hub: SQLiteHub, beside path: String, count: Int) async throws
+    -> (blob: String, descriptor: Int32, chunks: [AdoptedChunk], bytes: [[UInt8]])
+  {
+    let blob = path + ".blob"
+    let (descriptor, chunks, bytes) = try file(blob, count: count)
+    #expect(
+      try await hub.adoptChunks(
+        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0]))
+    return (blob, descriptor, chunks, bytes)
+  }
+
   static func links(_ path: String) -> Int {
     var info = stat()
     return stat(path, &info) == 0 ? Int(info.st_nlink) : -1
@@ -33,12 +45,9 @@ struct SQLiteHubAdoptedPackTests {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
     let hub = try SQLiteHub(path: path)
-    let blob = folder.path + "/blob"
-    let (descriptor, chunks, bytes) = try Self.file(blob, count: 20)
+    let (blob, descriptor, chunks, bytes) = try await Self.adopted(
+      hub, beside: path, count: 20)
     defer { close(descriptor) }
-    #expect(
-      try await hub.adoptChunks(
-        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0]))
     // The device keeps its name; the hub's pack is the same file, not a copy.
     #expect(Self.links(blob) == 2)
     #expect(SQLiteHubPackTests.packFiles(path).count == 1)
@@ -112,12 +121,9 @@ struct SQLiteHubAdoptedPackTests {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
     let hub = try SQLiteHub(path: path)
-    let blob = folder.path + "/blob"
-    let (descriptor, chunks, bytes) = try Self.file(blob, count: 3)
+    let (_, descriptor, chunks, bytes) = try await Self.adopted(
+      hub, beside: path, count: 3)
     defer { close(descriptor) }
-    #expect(
-      try await hub.adoptChunks(
-        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0]))
     // One byte of the second chunk, through the pack's name.
     let pack = path + ".packs/" + SQLiteHubPackTests.packFiles(path)[0]
     let writer = open(pack, O_WRONLY)
@@ -138,12 +144,9 @@ struct SQLiteHubAdoptedPackTests {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"
     let hub = try SQLiteHub(path: path)
-    let blob = folder.path + "/blob"
-    let (descriptor, chunks, bytes) = try Self.file(blob, count: 10)
+    let (blob, descriptor, chunks, bytes) = try await Self.adopted(
+      hub, beside: path, count: 10)
     defer { close(descriptor) }
-    #expect(
-      try await hub.adoptChunks(
-        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0]))
     // Nine of ten past their grace, named by no record: swept, and the file rewritten.
     try SQLiteHubPackTests.age(chunks.dropFirst().map(\.id), in: path)
     try await SQLiteHubPackTests.prune(hub)

@@ -248,6 +248,32 @@ struct SQLiteHubPackTests {
     #expect(Self.packFiles(path).isEmpty)
   }
 
+  /// Each mount appends to packs of its own: months of short sessions would leave thousands
+  /// of small files, which a prune copies together.
+  @Test func smallPacksOfManySessionsAreCopiedTogether() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    var objects: [HubObject] = []
+    for session in 0..<12 {
+      let mount = try SQLiteHub(path: path)
+      let put = (0..<3).map { Self.object(session * 3 + $0, size: 5_000) }
+      try await mount.putObjects(put)
+      objects += put
+    }
+    #expect(Self.packFiles(path).count == 12)
+    let hub = try SQLiteHub(path: path)
+    try await Self.prune(hub)
+    let merged = Self.packFiles(path)
+    #expect(merged.count == 1)
+    #expect(hub.packs.totalSize() == Int64(objects.count * 5_000))
+    let read = try await hub.objects(objects.map(\.id))
+    #expect(read.count == objects.count)
+    for object in objects { #expect(read[object.id] == object.data) }
+    // One small pack alone stays as it is: no prune rewrites it again and again.
+    try await Self.prune(hub)
+    #expect(Self.packFiles(path) == merged)
+  }
+
   @Test func aPutCutShortBeforeItsCommitLeavesNothingNamedAndItsTailIsReclaimed() async throws {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"

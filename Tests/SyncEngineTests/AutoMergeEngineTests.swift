@@ -63,6 +63,11 @@ struct AutoMergeEngineTests {
     let merges = try await hubMerges(library, "plan.md")
     #expect(merges.count == 1, "\(merges)")
     #expect(merges.first?.deviceName == AutoMerge.deviceName)
+    // Named as chunks, alike on every device: the hub has its root, and the record says so.
+    let root = try #require(merges.first?.chunks)
+    #expect(root.scheme == .current && root.size == UInt64(merged.utf8.count))
+    let hub = try SQLiteHub(path: library.folder + "/hub.sqlite")
+    #expect(try await hub.missingObjects([root.id.bytes]).isEmpty)
     for device in devices { await device.stop() }
   }
 
