@@ -10,6 +10,7 @@ import LocalStore
 import Logging
 import PostgresHub
 import SyncEngine
+import Synchronization
 
 /// `docsync mount`: checks everything a person can get wrong, then serves the mount from a
 /// background process and returns once the mount is ready (or serves it here with
@@ -386,16 +387,25 @@ struct MountCommand: ParsableCommand {
     // test of what blobs do), which cannot fetch content that became chunks.
     if inChunks, let sqlite = hubInstance as? SQLiteHub {
       let log = Logger(label: "docsync.hub")
+      // A failure that stays (a hub that needs a newer docsync) is logged once, not every run.
+      let lastFailure = Mutex<String?>(nil)
       sqlite.convertInBackground { outcome in
         switch outcome {
-        case .success(let total) where total.converted + total.damaged + total.skipped > 0:
+        case .success(let total):
+          lastFailure.withLock { $0 = nil }
+          guard total.converted + total.damaged + total.skipped > 0 else { return }
           log.info(
             """
             cut \(total.converted) old blob(s) of \(total.bytes) bytes into chunks \
             (\(total.damaged) damaged, \(total.skipped) changed meanwhile)
             """)
-        case .success: break
-        case .failure(let error): log.warning("cannot cut old blobs into chunks now: \(error)")
+        case .failure(let error):
+          let text = "\(error)"
+          let fresh = lastFailure.withLock { last in
+            defer { last = text }
+            return last != text
+          }
+          if fresh { log.warning("cannot cut old blobs into chunks now: \(text)") }
         }
       }
     }
