@@ -112,7 +112,9 @@ final class PackFolder: Sendable {
     guard fstat(descriptor, &folderInfo) == 0, fstat(file, &fileInfo) == 0,
       folderInfo.st_dev == fileInfo.st_dev
     else { return nil }
-    while true {
+    // A few tries, then the caller copies: a name left behind by one that failed is a pack no
+    // row names, which the next compaction removes.
+    for _ in 0..<8 {
       let name = String(UInt64.random(in: 0 ... .max), radix: 16) + Self.suffix
       // Through /proc, the very file the caller has open, whatever its name leads to now.
       guard linkat(AT_FDCWD, "/proc/self/fd/\(file)", descriptor, name, AT_SYMLINK_FOLLOW) == 0
@@ -134,6 +136,7 @@ final class PackFolder: Sendable {
       }
       return pack
     }
+    return nil
   }
 
   /// The pack `name` opened and locked, when no instance appends to it and nobody else holds
