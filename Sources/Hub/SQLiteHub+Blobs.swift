@@ -351,7 +351,7 @@ extension SQLiteHub {
   /// Hands the chunks of the upload `upload` to `body` in order. A stored blob is immutable, so
   /// reading it chunk by chunk in separate transactions is safe and keeps one chunk in memory
   /// at a time.
-  func forEachChunk(of upload: Int64, _ body: (Data) throws(HubError) -> Void)
+  func forEachChunk(of upload: Int64, _ body: (Data) async throws(HubError) -> Void)
     async throws(HubError)
   {
     var index = 0
@@ -363,7 +363,7 @@ extension SQLiteHub {
           arguments: [upload, chunkIndex])
       }
       guard let chunk else { return }
-      try body(chunk)
+      try await body(chunk)
       index += 1
     }
   }

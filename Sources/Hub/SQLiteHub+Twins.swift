@@ -180,17 +180,8 @@ extension SQLiteHub: BlobTwins {
         offset += Int64(bytes.count)
       }
     } else {
-      var index = 0
-      while true {
-        let chunkIndex = index
-        let chunk = try await read { db in
-          try Data.fetchOne(
-            db, sql: #"SELECT data FROM chunks WHERE upload = ? AND "index" = ?"#,
-            arguments: [upload, chunkIndex])
-        }
-        guard let chunk else { break }
+      try await forEachChunk(of: upload) { chunk throws(HubError) in
         try await cutter.append(Array(chunk))
-        index += 1
       }
     }
     return try await cutter.finish()
