@@ -70,6 +70,14 @@ public struct PackageManifest: Hashable, Sendable {
     }
   }
 
+  /// Whether `other` lists the same entries with the same bytes and modes, whatever their
+  /// times: two devices that made the same package (the same `git fetch` on both, the same
+  /// copy) made one version, not a conflict, as identical saves of a document are.
+  public func holdsTheSame(as other: PackageManifest) -> Bool {
+    entries.count == other.entries.count
+      && zip(entries, other.entries).allSatisfy { $0.path == $1.path && $0.holdsTheSame(as: $1) }
+  }
+
   /// What changes from this manifest to `newer`.
   public func diff(to newer: PackageManifest) -> PackageDiff {
     PackageDiff(from: self, to: newer)

@@ -124,4 +124,50 @@ struct PackageApplyPlanTests {
         return true
       })
   }
+
+  @Test(arguments: 0..<40) func randomVersionsLandExactlyAndFetchOnlyWhatIsNew(seed: Int) throws {
+    var random = SplitMix64(state: UInt64(seed))
+    let shown = try Self.randomManifest(&random)
+    let remote = try Self.randomManifest(&random)
+    let plan = PackageApplyPlan(shown: shown, remote: remote)
+    var built: [PackageEntry] = []
+    for step in plan.staging {
+      switch step {
+      case .share(let entry): #expect(shown.entry(at: entry.path) == entry)
+      case .copy(let entry, let from): #expect(shown.entry(at: from)?.fileHash == entry.fileHash)
+      default: break
+      }
+      built.append(step.entry)
+    }
+    #expect(try PackageManifest(entries: built) == remote)
+    let needed = remote.fileHashes.subtracting(shown.fileHashes)
+    #expect(Set(plan.fetch.compactMap(\.fileHash)) == needed)
+    #expect(plan.fetch.count == needed.count)
+    #expect(Set(plan.changes.newContent) == needed)
+  }
+
+  /// Up to 30 entries over a few folders and eight contents, so that two manifests share some.
+  private static func randomManifest(_ random: inout SplitMix64) throws -> PackageManifest {
+    var entries: [DocumentPath: PackageEntry] = [:]
+    for folder in ["d", "d/e", "f"] where random.chance(70) {
+      if folder == "d/e" && entries[DocumentPath("d")] == nil { continue }
+      entries[DocumentPath(folder)] = .folder(DocumentPath(folder), mode: 0o755)
+    }
+    let folders = entries.keys.map(\.description) + [""]
+    for _ in 0..<random.below(30) {
+      let folder = random.pick(folders)
+      let name = "n\(random.below(6))"
+      let target = DocumentPath(folder.isEmpty ? name : folder + "/" + name)
+      guard entries[target] == nil else { continue }
+      if random.chance(10) {
+        entries[target] = .symlink(target, target: Array("t\(random.below(3))".utf8), modified: 1)
+      } else {
+        let text = "content \(random.below(8))"
+        entries[target] = .file(
+          target, hash: ContentHash(of: Array(text.utf8)), size: UInt64(text.utf8.count),
+          mode: random.chance(20) ? 0o755 : 0o644, modified: Int64(random.below(3)))
+      }
+    }
+    return try PackageManifest(entries: Array(entries.values))
+  }
 }

@@ -228,6 +228,19 @@ struct PackageManifestTests {
     #expect(back.newContent.isEmpty)
   }
 
+  @Test func theSameBytesAtOtherTimesAreTheSamePackage() throws {
+    let here = try PackageManifest(entries: [folder("a"), file("a/b", "x", time: 1)])
+    let there = try PackageManifest(entries: [folder("a"), file("a/b", "x", time: 2)])
+    let other = try PackageManifest(entries: [folder("a"), file("a/b", "x", mode: 0o600)])
+    let more = try PackageManifest(entries: [folder("a"), file("a/b", "x"), file("c", "")])
+    #expect(here != there)
+    #expect(here.contentHash != there.contentHash)
+    #expect(here.holdsTheSame(as: there))
+    #expect(!here.holdsTheSame(as: other))
+    #expect(!here.holdsTheSame(as: more))
+    #expect(!more.holdsTheSame(as: here))
+  }
+
   @Test func aKindChangeIsAChange() throws {
     let old = try PackageManifest(entries: [file("x", "1")])
     let new = try PackageManifest(entries: [folder("x"), file("x/y", "1")])
