@@ -70,6 +70,33 @@ public struct PackageManifest: Hashable, Sendable {
     }
   }
 
+  /// This manifest with `changes` made: an entry for a path puts it there (in place of what
+  /// was), nil removes the path and everything below it. How a new snapshot is made from the
+  /// last one: only what changed since is read and hashed again, every other entry carries over.
+  public func applying(_ changes: [DocumentPath: PackageEntry?]) throws(PackageManifestError)
+    -> PackageManifest
+  {
+    var kept: [PackageEntry] = []
+    kept.reserveCapacity(entries.count + changes.count)
+    // What lies below a removed folder, or below a folder a file or symlink replaced, goes with
+    // it. A folder's contents follow it in the sorted list, so one walk finds them.
+    var dropBelow: DocumentPath?
+    for entry in entries {
+      if let folder = dropBelow, entry.path.isEqualOrDescendant(of: folder) { continue }
+      dropBelow = nil
+      guard let change = changes[entry.path] else {
+        kept.append(entry)
+        continue
+      }
+      if change?.content != .folder { dropBelow = entry.path }
+    }
+    for case (let path, let entry?) in changes {
+      guard entry.path == path else { throw .invalidEntry(path, "changed under another path") }
+      kept.append(entry)
+    }
+    return try PackageManifest(entries: kept)
+  }
+
   /// Whether `other` lists the same entries with the same bytes and modes, whatever their
   /// times: two devices that made the same package (the same `git fetch` on both, the same
   /// copy) made one version, not a conflict, as identical saves of a document are.

@@ -94,6 +94,24 @@ public struct PackageRules: Hashable, Sendable {
     packageRoot(of: path, isFolder: false) != nil
   }
 
+  /// The folders among `folders` that a change of the library's rules to `newer` converts:
+  /// those that become package roots (their files' documents become the package's first
+  /// version) and those that stop being one (the package's current version becomes documents).
+  /// A folder that a new outer package swallows stops being a root too; each list is sorted.
+  public func conversions(to newer: PackageRules, among folders: some Sequence<DocumentPath>)
+    -> (becomePackages: [DocumentPath], stopBeingPackages: [DocumentPath])
+  {
+    var become: [DocumentPath] = []
+    var stop: [DocumentPath] = []
+    for folder in folders {
+      let was = packageRoot(of: folder, isFolder: true) == folder
+      let now = newer.packageRoot(of: folder, isFolder: true) == folder
+      if now && !was { become.append(folder) }
+      if was && !now { stop.append(folder) }
+    }
+    return (become.sorted(), stop.sorted())
+  }
+
   private func isPackage(components: ArraySlice<[UInt8]>) -> Bool {
     for line in lines.reversed() where line.pattern.matches(components) {
       if let isPackage = line.isPackage { return isPackage }

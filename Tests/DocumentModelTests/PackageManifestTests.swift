@@ -241,6 +241,39 @@ struct PackageManifestTests {
     #expect(!more.holdsTheSame(as: here))
   }
 
+  @Test func aSnapshotIsTheLastOneWithWhatChanged() throws {
+    let last = try repository()
+    let next = try last.applying([
+      DocumentPath("refs/heads/main"): file("refs/heads/main", "beef\n", time: 5_000),
+      DocumentPath("refs/tags"): folder("refs/tags"),
+      DocumentPath("refs/tags/v1"): file("refs/tags/v1", "beef\n"),
+      DocumentPath("objects"): nil,
+      DocumentPath("hooks"): .symlink(DocumentPath("hooks"), target: Array("/x".utf8), modified: 1),
+      DocumentPath("absent"): nil,
+    ])
+    var expected = last.entries.filter {
+      !$0.path.isEqualOrDescendant(of: DocumentPath("objects"))
+        && !$0.path.isEqualOrDescendant(of: DocumentPath("hooks"))
+        && $0.path != DocumentPath("refs/heads/main")
+    }
+    expected += [
+      file("refs/heads/main", "beef\n", time: 5_000), folder("refs/tags"),
+      file("refs/tags/v1", "beef\n"),
+      .symlink(DocumentPath("hooks"), target: Array("/x".utf8), modified: 1),
+    ]
+    #expect(next == (try PackageManifest(entries: expected)))
+    // A folder replaced by a folder keeps what it holds.
+    let remoded = try last.applying([DocumentPath("refs"): folder("refs", mode: 0o700)])
+    #expect(remoded.entry(at: DocumentPath("refs/heads/main")) != nil)
+    #expect(remoded.entry(at: DocumentPath("refs"))?.mode == 0o700)
+    #expect(throws: PackageManifestError.self) {
+      try last.applying([DocumentPath("new/file"): file("new/file", "no folder")])
+    }
+    #expect(throws: PackageManifestError.self) {
+      try last.applying([DocumentPath("a"): file("b", "elsewhere")])
+    }
+  }
+
   @Test func aKindChangeIsAChange() throws {
     let old = try PackageManifest(entries: [file("x", "1")])
     let new = try PackageManifest(entries: [folder("x"), file("x/y", "1")])

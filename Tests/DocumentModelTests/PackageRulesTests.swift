@@ -175,4 +175,20 @@ struct PackageRulesTests {
         renaming: version.appending("Files"), to: DocumentPath("Novel.scriv"), rules: builtIn)
         == nil)
   }
+
+  @Test func aChangeOfTheRulesSaysWhichFoldersConvert() {
+    let folders = [
+      "Novel.scriv", "Novel.scriv/research", "Novel.scriv/research/.git", "repo", "repo/.git",
+      "vendor/lib/.git", "Calibre Library", "Calibre Library/Author",
+    ].map(DocumentPath.init)
+    let before = PackageRules.builtIn
+    let after = rules("vendor/**/.git -package\nCalibre?Library package\n*.scriv -package\n")
+    let (become, stop) = before.conversions(to: after, among: folders)
+    #expect(become.map(\.description) == ["Calibre Library", "Novel.scriv/research/.git"])
+    #expect(stop.map(\.description) == ["Novel.scriv", "vendor/lib/.git"])
+    let back = after.conversions(to: before, among: folders)
+    #expect(back.becomePackages == stop)
+    #expect(back.stopBeingPackages == become)
+    #expect(before.conversions(to: before, among: folders) == ([], []))
+  }
 }
