@@ -6,6 +6,9 @@ import LocalStore
 extension SyncEngine {
   /// The background loop: record quiet windows, push, pull, apply, wait for news.
   func run() async {
+    _ = ProcessMemory.configured
+    // Content moved since memory was last given back (bytes sent and received).
+    var movedAtGiveBack: UInt64 = 0
     var backoff: UInt64 = 250
     var retryAt: UInt64 = 0
     // The latest sync request that a failed turn had seen: a newer one tries again at once.
@@ -60,6 +63,13 @@ extension SyncEngine {
           return (forced && isSettled(), self.tree)
         }
         backoff = 250
+        let moved = withLock {
+          saturatingSum(contentState.bytesSent, contentState.bytesReceived)
+        }
+        if moved != movedAtGiveBack {
+          movedAtGiveBack = moved
+          ProcessMemory.giveBack()
+        }
         if clean && forced {
           blobs.finishReleases()
           tree?.flushKernelCaches()
