@@ -1,7 +1,8 @@
 # Reference values for docsync's key tests, computed apart from docsync's Swift code:
-# Python's blake3 package, cryptography (Argon2id, ChaCha20-Poly1305) and HChaCha20 by hand.
+# Python's blake3 package, cryptography (Argon2id, AES-GCM, ChaCha20-Poly1305) and HChaCha20
+# by hand. Run: python3 Tools/key-vectors.py
 import blake3, struct
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM, ChaCha20Poly1305
 from cryptography.hazmat.primitives.kdf.argon2 import Argon2id
 
 def derive(ctx, material): return blake3.blake3(material, derive_key_context=ctx).digest()
@@ -45,21 +46,27 @@ def hchacha(key, n16):
         qr(s,0,5,10,15); qr(s,1,6,11,12); qr(s,2,7,8,13); qr(s,3,4,9,14)
     return struct.pack("<8I", *(s[0:4] + s[12:16]))
 def xseal(key, nonce, msg, aad):
+    """XChaCha20-Poly1305, as the key envelope's wraps use it."""
     return ChaCha20Poly1305(hchacha(key, nonce[:16])).encrypt(b"\0\0\0\0" + nonce[16:], msg, aad)
+def seal(key, nonce, msg, aad):
+    """SealingCipher: AES-256-GCM under BLAKE3-keyed(key, nonce[:12]), GCM nonce nonce[12:]."""
+    return AESGCM(blake3.blake3(nonce[:12], key=key).digest()).encrypt(nonce[12:], msg, aad)
 
 # sealed object: epoch 1 key range(32), id 0x11*32, chunk, nonce range(24), frame raw "hello"
 sealkey = derive(ctxs["objectSealing"], k)
 nonce = bytes(range(24)); oid = b"\x11" * 32
 frame = b"\x00hello"; msg = frame + b"\x80" + b"\0" * (padme(len(frame) + 1) - len(frame) - 1)
 aad = b"docsync object" + b"\x80" + struct.pack("<I", 1) + b"\x01" + oid
-print("sealed object", (b"\x80" + struct.pack("<I", 1) + nonce + xseal(sealkey, nonce, msg, aad)).hex())
+print("sealed object", (b"\x80" + struct.pack("<I", 1) + nonce + seal(sealkey, nonce, msg, aad)).hex())
 # sealed record: record 0x22*32, parents 0x44*32 and 0x33*32 (sorted in the binding)
 reckey = derive(ctxs["recordSealing"], k)
 fields = b"notes/plan.md"
 L = padme(len(fields) + 1); L = (L + 63) // 64 * 64
 msg = fields + b"\x80" + b"\0" * (L - len(fields) - 1)
 aad = b"docsync record" + b"\x01" + struct.pack("<I", 1) + b"\x22" * 32 + struct.pack("<I", 2) + b"\x33" * 32 + b"\x44" * 32
-print("sealed record", (b"\x01" + struct.pack("<I", 1) + nonce + xseal(reckey, nonce, msg, aad)).hex())
+print("sealed record", (b"\x01" + struct.pack("<I", 1) + nonce + seal(reckey, nonce, msg, aad)).hex())
+# a key wrap: key 0x55…, under 0…31, binding "docsync test", nonce 0…23
+print("wrapped key", (nonce + xseal(k, nonce, b"\x55" * 32, b"docsync test")).hex())
 
 # recovery key text for bytes range(20)
 A = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

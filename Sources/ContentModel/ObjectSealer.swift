@@ -1,23 +1,20 @@
-import CSodium
-
 /// Seals content objects (chunks and manifest nodes) of an encrypted library, and opens them:
-/// XChaCha20-Poly1305 over the object's stored frame (compressed or raw, then padded with
-/// ``Padme``), with the object's kind, id and key epoch as associated data, so that an object a
-/// hub damaged, swapped for another or moved to another epoch does not open.
+/// ``SealingCipher`` (AES-256-GCM under a key of its own per seal) over the object's stored
+/// frame (compressed or raw, then padded with ``Padme``), with the object's kind, id and key
+/// epoch as associated data, so that an object a hub damaged, swapped for another or moved to
+/// another epoch does not open.
 ///
-/// Sealed frame: `0x80` (``ObjectFrame``'s high bit: sealed, XChaCha20-Poly1305), the epoch
-/// (4 bytes, little-endian), a random 24-byte nonce, then the ciphertext and its 16-byte tag.
+/// Sealed frame: `0x80` (``ObjectFrame``'s high bit: sealed, suite 0), the epoch (4 bytes,
+/// little-endian), a random 24-byte nonce, then the ciphertext and its 16-byte tag.
 ///
-/// XChaCha20-Poly1305 because its 192-bit nonces may be random: every device seals on its own
-/// with no counter to share, and random 96-bit nonces (AES-GCM, ChaChaPoly) would have to be
-/// retired after about 2³² objects per key; libsodium's AVX2 ChaCha20 keeps it fast without
-/// AES instructions (`bench-content` measures both). Random rather than derived from the id:
-/// a nonce derived from the id would make a repeated seal of one object repeat its keystream
-/// whenever two devices' framing of it differed (another zstd, another padding rule).
+/// Random nonces, not derived from the id: every device seals on its own with no counter to
+/// share, and a nonce derived from the id would repeat whenever one object is sealed twice
+/// (a repair, two devices uploading one chunk), harmless only while the framed bytes are
+/// exactly the same, which a new zstd or framing rule would silently break.
 public struct ObjectSealer: Sendable {
   public static let frameByte: UInt8 = 0x80
-  static let nonceSize = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
-  static let tagSize = Int(crypto_aead_xchacha20poly1305_ietf_ABYTES)
+  static let nonceSize = SealingCipher.nonceSize
+  static let tagSize = SealingCipher.tagSize
   static let headerSize = 1 + 4 + nonceSize
   /// Bytes a sealed frame adds besides the padding.
   public static let overhead = headerSize + tagSize
@@ -27,7 +24,6 @@ public struct ObjectSealer: Sendable {
 
   /// Seals with the keys of `keys`' epoch (the library's current one, for anything new).
   public init(keys: EpochKeys) {
-    precondition(sodium_init() >= 0)
     epoch = keys.epoch
     key = keys.objectSealing
   }
@@ -38,23 +34,18 @@ public struct ObjectSealer: Sendable {
   }
 
   func seal(frame: [UInt8], id: ObjectID, kind: ObjectKind, nonce: [UInt8]) -> [UInt8] {
-    var out = [UInt8]()
     let padded = Padme.size(frame.count + 1)
+    var message = frame
+    message.reserveCapacity(padded)
+    Padme.appendPadding(to: &message, length: frame.count, paddedLength: padded)
+    var out = [Self.frameByte]
     out.reserveCapacity(Self.headerSize + padded + Self.tagSize)
-    out.append(Self.frameByte)
     KeyEnvelope.append(UInt64(epoch), 4, to: &out)
     out += nonce
-    out += frame
-    Padme.appendPadding(to: &out, length: frame.count, paddedLength: padded)
-    out.append(contentsOf: repeatElement(0, count: Self.tagSize))
-    let associated = Self.associatedData(epoch: epoch, id: id, kind: kind)
-    out.withUnsafeMutableBufferPointer { buffer in
-      let message = buffer.baseAddress! + Self.headerSize
-      var length: UInt64 = 0
-      // In place: libsodium allows the ciphertext to overwrite the message.
-      _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-        message, &length, message, UInt64(padded), associated, UInt64(associated.count), nil,
-        buffer.baseAddress! + 5, key.bytes)
+    message.withUnsafeBytes {
+      SealingCipher.seal(
+        $0, key: key, nonce: nonce[...],
+        associated: Self.associatedData(epoch: epoch, id: id, kind: kind), into: &out)
     }
     return out
   }
@@ -85,14 +76,11 @@ public struct ObjectSealer: Sendable {
     }
     let length = sealed.count - overhead
     guard length <= Padme.size(maximumSize + 2) else { throw .tooLarge(length) }
-    var plain = [UInt8](repeating: 0, count: length)
-    let associated = associatedData(epoch: epoch, id: id, kind: kind)
-    let status = sealed.withUnsafeBufferPointer { buffer in
-      crypto_aead_xchacha20poly1305_ietf_decrypt(
-        &plain, nil, nil, buffer.baseAddress! + headerSize, UInt64(length + tagSize),
-        associated, UInt64(associated.count), buffer.baseAddress! + 5, keys.objectSealing.bytes)
-    }
-    guard status == 0 else {
+    guard
+      var plain = SealingCipher.open(
+        sealed[headerSize...], key: keys.objectSealing, nonce: sealed[5..<headerSize],
+        associated: associatedData(epoch: epoch, id: id, kind: kind))
+    else {
       throw .doesNotMatch(id, "it does not open with the library's keys (damaged or swapped)")
     }
     guard let frameLength = plain.withUnsafeBytes({ Padme.unpaddedLength($0) }), frameLength > 0

@@ -1,8 +1,7 @@
-import CSodium
 import DocumentModel
 
 /// Seals the private fields of a version record (path, name, size, times, mode, xattrs: the
-/// caller's canonical encoding of them) as one blob, and opens it: XChaCha20-Poly1305 with the
+/// caller's canonical encoding of them) as one blob, and opens it: ``SealingCipher`` with the
 /// record's id and its parents' ids as associated data, so that the blob of one record put into
 /// another (moved to another document, replayed as a new version with other parents) does not
 /// open. The record's id cannot be a hash of the blob (the blob names it): it is a keyed hash
@@ -13,15 +12,14 @@ import DocumentModel
 /// bytes, so that short names of different lengths look alike.
 public struct RecordSealer: Sendable {
   public static let format: UInt8 = 1
-  static let headerSize = 1 + 4 + ObjectSealer.nonceSize
-  public static let overhead = headerSize + ObjectSealer.tagSize
+  static let headerSize = 1 + 4 + SealingCipher.nonceSize
+  public static let overhead = headerSize + SealingCipher.tagSize
   static let bucket = 64
 
   public let epoch: UInt32
   let key: SecretKey
 
   public init(keys: EpochKeys) {
-    precondition(sodium_init() >= 0)
     epoch = keys.epoch
     key = keys.recordSealing
   }
@@ -33,7 +31,8 @@ public struct RecordSealer: Sendable {
 
   public func seal(_ fields: [UInt8], record: VersionID, parents: [VersionID]) -> [UInt8] {
     seal(
-      fields, record: record, parents: parents, nonce: SecretKey.randomBytes(ObjectSealer.nonceSize)
+      fields, record: record, parents: parents,
+      nonce: SecretKey.randomBytes(SealingCipher.nonceSize)
     )
   }
 
@@ -46,13 +45,11 @@ public struct RecordSealer: Sendable {
     var out = [Self.format]
     KeyEnvelope.append(UInt64(epoch), 4, to: &out)
     out += nonce
-    let start = out.count
-    out.append(contentsOf: repeatElement(0, count: padded + ObjectSealer.tagSize))
-    let associated = Self.associatedData(epoch: epoch, record: record, parents: parents)
-    out.withUnsafeMutableBufferPointer { buffer in
-      _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
-        buffer.baseAddress! + start, nil, message, UInt64(message.count), associated,
-        UInt64(associated.count), nil, nonce, key.bytes)
+    message.withUnsafeBytes {
+      SealingCipher.seal(
+        $0, key: key, nonce: nonce[...],
+        associated: Self.associatedData(epoch: epoch, record: record, parents: parents),
+        into: &out)
     }
     return out
   }
@@ -71,15 +68,11 @@ public struct RecordSealer: Sendable {
     guard let keys = keyring.keys(for: epoch) else {
       throw .recordRefused("sealed in key epoch \(epoch), which this device does not have")
     }
-    let length = sealed.count - overhead
-    var plain = [UInt8](repeating: 0, count: length)
-    let associated = associatedData(epoch: epoch, record: record, parents: parents)
-    let status = sealed.withUnsafeBufferPointer { buffer in
-      crypto_aead_xchacha20poly1305_ietf_decrypt(
-        &plain, nil, nil, buffer.baseAddress! + headerSize, UInt64(length + ObjectSealer.tagSize),
-        associated, UInt64(associated.count), buffer.baseAddress! + 5, keys.recordSealing.bytes)
-    }
-    guard status == 0 else {
+    guard
+      var plain = SealingCipher.open(
+        sealed[headerSize...], key: keys.recordSealing, nonce: sealed[5..<headerSize],
+        associated: associatedData(epoch: epoch, record: record, parents: parents))
+    else {
       throw .recordRefused(
         "record \(record.shortHex)'s fields do not open (damaged, or moved from another record)")
     }

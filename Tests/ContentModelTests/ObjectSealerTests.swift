@@ -50,16 +50,35 @@ import Testing
     #expect(sealed(text).1 != sealed(text).1)
   }
 
-  @Test func theSealMatchesAnIndependentXChaCha20Poly1305() {
-    // Tools/key-vectors.py: epoch key 0…31, epoch 1, id 0x11…, raw "hello", nonce 0…23.
+  @Test func theSealMatchesAnIndependentAESGCMUnderItsDerivedKey() {
+    // Tools/key-vectors.py (AES-GCM from Python's cryptography): epoch key 0…31, epoch 1, id
+    // 0x11…, raw "hello", nonce 0…23.
     let keys = EpochKeys(epoch: 1, key: SecretKey(bytes: Array(0..<32))!)
     let id = ObjectID(bytes: [UInt8](repeating: 0x11, count: 32))!
     let sealed = ObjectSealer(keys: keys).seal(
       frame: [0] + Array("hello".utf8), id: id, kind: .chunk, nonce: Array(0..<24))
     #expect(
       sealed.map { String(format: "%02x", $0) }.joined()
-        == "8001000000000102030405060708090a0b0c0d0e0f1011121314151617119443c386b9beec32ee7fa2ea79a982d7b5403258cbf1"
+        == "8001000000000102030405060708090a0b0c0d0e0f101112131415161702318c0b14ec21f0626e01d202ba25b1487747fda01af9"
     )
+  }
+
+  @Test func aKeyWrapMatchesAnIndependentXChaCha20Poly1305() {
+    // Tools/key-vectors.py: key 0x55…, under 0…31, binding "docsync test", nonce 0…23.
+    let wrapped = WrappedKey(
+      SecretKey(bytes: [UInt8](repeating: 0x55, count: 32))!,
+      under: SecretKey(bytes: Array(0..<32))!, binding: Array("docsync test".utf8),
+      nonce: Array(0..<24))
+    #expect(
+      (wrapped.nonce + wrapped.sealed).map { String(format: "%02x", $0) }.joined()
+        == "000102030405060708090a0b0c0d0e0f1011121314151617cb975a2ac587d8fb6611739b9e07fdbd1e127df0a88348be2a4f6ae368f8a00c5d8b8a90599b72017d31bcb4e73598f9"
+    )
+    #expect(
+      wrapped.unwrap(under: SecretKey(bytes: Array(0..<32))!, binding: Array("docsync test".utf8))
+        == SecretKey(bytes: [UInt8](repeating: 0x55, count: 32)))
+    #expect(
+      wrapped.unwrap(under: SecretKey(bytes: Array(0..<32))!, binding: Array("docsync tesT".utf8))
+        == nil)
   }
 
   @Test func everyChangedByteAndEveryTruncationIsRefused() throws {
