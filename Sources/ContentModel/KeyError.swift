@@ -45,7 +45,7 @@ public enum KeyError: Error, Sendable, Hashable, CustomStringConvertible {
     case .passphraseParameters(let reason): "unusable passphrase parameters: \(reason)"
     case .malformedKeyFile(let reason): "not a docsync device key file: \(reason)"
     case .keyFileTooOpen(let path, let mode):
-      "\(path) may be read by others (mode \(String(mode, radix: 8))): run chmod 600 on it"
+      "\(path) is open to other users (mode \(String(mode, radix: 8))): run chmod 600 on it"
     case .keyFile(let path, let reason): "cannot use the key file \(path): \(reason)"
     case .recordRefused(let reason): "a sealed record was refused: \(reason)"
     }

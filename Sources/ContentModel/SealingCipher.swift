@@ -22,6 +22,7 @@ enum SealingCipher {
     _ message: UnsafeRawBufferPointer, key: SecretKey, nonce: ArraySlice<UInt8>,
     associated: [UInt8], into out: inout [UInt8]
   ) {
+    // Throws only for a nonce that is not 12 bytes or a key that is not 16, 24 or 32 bytes.
     let sealed = try! AES.GCM.seal(
       message, using: subkey(key, nonce), nonce: try! AES.GCM.Nonce(data: nonce.suffix(12)),
       authenticating: associated)

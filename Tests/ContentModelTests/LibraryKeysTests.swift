@@ -118,6 +118,18 @@ import Testing
     }
   }
 
+  @Test func aDeviceThatJoinedAgainLeavesItsOldKeyFileBehind() throws {
+    let (created, _, laptopKeys) = try newLibrary()
+    // The laptop joins again (a new state folder): its earlier keys no longer open anything.
+    let (rejoined, newLaptopKeys) = try created.addingDevice(laptop)
+    #expect(rejoined.envelope.devices.count == 1)
+    #expect(throws: KeyError.deviceRemoved) { try laptopKeys.keyring(from: rejoined.envelope) }
+    #expect(try newLaptopKeys.keyring(from: rejoined.envelope).current.epoch == 1)
+    // A device's keys survive their encoding, and nothing else decodes as them.
+    #expect(try DeviceKeys(decoding: newLaptopKeys.encoded()) == newLaptopKeys)
+    #expect(throws: KeyError.self) { try DeviceKeys(decoding: rejoined.envelope.encoded()) }
+  }
+
   @Test func aHubCannotRollBackOrForgeTheEnvelope() throws {
     let (created, _, laptopKeys) = try newLibrary()
     let (later, _) = try created.addingDevice(desktop)

@@ -66,7 +66,7 @@ import Testing
     }
     #expect(
       KeyError.keyFileTooOpen(path, 0o644).description
-        == "\(path) may be read by others (mode 644): run chmod 600 on it")
+        == "\(path) is open to other users (mode 644): run chmod 600 on it")
     #expect(chmod(path, 0o400) == 0)
     #expect(try DeviceKeyFile.read(fromFolder: folder) == deviceKeys)
   }
