@@ -1,3 +1,4 @@
+import DocumentModel
 import Glibc
 import LocalStore
 import SystemPackage
@@ -11,6 +12,11 @@ extension DocumentFileSystem {
   /// On a document in conflict: how many conflict versions it has, so that file managers and
   /// prompts can mark it. Kept by docsync, not by the file: refused for writing.
   static let conflictsAttribute = Array("user.docsync.conflicts".utf8)
+  /// On a document: where its content is (`ContentAvailability`: every document is `local`
+  /// until files on demand are built) and ` upload` while the hub lacks a change of it. Kept
+  /// by docsync, refused for writing, and not listed, so that `cp -a` and `rsync -X` from the
+  /// mount do not try to copy it (it would be refused at their destination in a mount).
+  static let stateAttribute = Array("user.docsync.state".utf8)
 
   /// The number of conflict versions of the document at `inode`, when it has any. Asks the
   /// engine, so it is called without the tree lock.
@@ -33,7 +39,7 @@ extension DocumentFileSystem {
     inode: UInt64, name: [UInt8], value: UnsafeRawBufferPointer, flags: Int32, caller: Caller
   ) throws(Errno) {
     if Self.isVirtual(inode) { throw .readOnlyFileSystem }
-    if name == Self.conflictsAttribute { throw .permissionDenied }
+    if name == Self.conflictsAttribute || name == Self.stateAttribute { throw .permissionDenied }
     try lock.withLock { () throws(Errno) in
       let node = try node(inode)
       if name.isEmpty || name.count > 255 { throw .outOfRange }
@@ -69,12 +75,27 @@ extension DocumentFileSystem {
       guard let count = conflictCount(of: inode) else { throw .noData }
       return Array(String(count).utf8)
     }
+    if name == Self.stateAttribute { return try contentState(of: inode, caller: caller) }
     return try lock.withLock { () throws(Errno) -> [UInt8] in
       let node = try node(inode)
       if Self.isUserAttribute(name) { try require(AccessCheck.read, node, caller) }
       guard let value = node.extendedAttributes[name] else { throw .noData }
       return value
     }
+  }
+
+  /// The value of `user.docsync.state` of the document at `inode`. Asks the engine, so the
+  /// tree lock is let go first.
+  func contentState(of inode: UInt64, caller: Caller) throws(Errno) -> [UInt8] {
+    let (documentPath, writing) = try lock.withLock { () throws(Errno) -> (DocumentPath?, Bool) in
+      let node = try node(inode)
+      try require(AccessCheck.read, node, caller)
+      guard node.isRegular else { throw .noData }
+      return (path(of: inode), node.writers > 0)
+    }
+    let waiting = writing || (documentPath.map { engine?.waitsToUpload($0) ?? false } ?? false)
+    // Every document's content is whole on this device until files on demand are built.
+    return Array(ContentAvailability.local.attribute(waitingToUpload: waiting).utf8)
   }
 
   /// listxattr.

@@ -197,19 +197,47 @@ public struct ContentStore: Sendable {
     var hasher: SHA256? = SHA256()
     var offset: Int64 = 0
     var splitter = ContentSplitter(hasher: ChunkList.hasher)
+    // A large blob is written around the page cache: the checks the hub would make by reading
+    // it back from the disk are made here, from the bytes in hand.
+    let framed = (source.status().map { Int64($0.st_size) } ?? 0) >= Self.frameChecksMinimum
+    var frames: [Int64: (length: Int, check: [UInt8])] = [:]
+    var cut: Int64 = 0
+    func frame(_ bytes: UnsafeRawBufferPointer, _ entry: ManifestEntry) {
+      guard framed else { return }
+      frames[cut] = (bytes.count, AdoptedChunk.frameCheck(prefix: Self.rawFrame, bytes: bytes))
+      cut += Int64(bytes.count)
+    }
     do throws(HubError) {
       try BlobFile.copy(
         from: source.descriptor, to: blob.descriptor, at: &offset, hasher: &hasher,
-        owners: (.caller, .caller), observe: { bytes in splitter.append(bytes) { _, _ in } })
+        owners: (.caller, .caller), observe: { bytes in splitter.append(bytes, frame) })
     } catch {
       throw ContentError("cannot copy a file to sync into the blob store: \(error.description)")
     }
+    let list = ChunkList(entries: splitter.finish(frame), scheme: .current)
     let hash = ContentHash(hasher!.finalize().withUnsafeBytes { Digest256(bytes: $0)! })
     if !contains(hash) || replacing {
       try install(blob, as: hash, durable: durable)
-      checked.note(hash, path: path(hash))
+      checked.note(hash, path: path(hash), frames: frames)
     }
-    return (hash, Int64(offset), ChunkList(entries: splitter.finish { _, _ in }, scheme: .current))
+    return (hash, Int64(offset), list)
+  }
+
+  /// The smallest content whose chunks' frame checks ``add(from:durable:replacing:)`` keeps:
+  /// smaller blobs are written through the page cache, where reading them back costs little.
+  public static let frameChecksMinimum = BlobFile.writeAroundThreshold
+
+  /// The first byte of a chunk stored raw (uncompressed): the frame whose checks are kept.
+  public static let rawFrame: [UInt8] = [ObjectFrame.raw.rawValue]
+
+  /// The hub's checks of the raw frames of the chunks of `file`'s content `hash`, by offset,
+  /// as this run computed them when it wrote the blob; empty unless the file is still as it
+  /// was then.
+  public func frameChecks(of file: ContentFile, _ hash: ContentHash) -> [Int64: (
+    length: Int, check: [UInt8]
+  )] {
+    guard let identity = file.identity() else { return [:] }
+    return checked.frames(identity, hash)
   }
 
   /// Records the content of the working file of `inode` as a blob: the file is made durable

@@ -271,13 +271,17 @@ extension SyncEngine {
       if compressor.frame(bytes).first != ObjectFrame.raw.rawValue { compressible += 1 }
     }
     guard compressible <= samples / 8 else { return false }
-    let chunks = needed.map {
-      AdoptedChunk(id: $0.entry.id.bytes, offset: Int64($0.offset), length: Int($0.entry.size))
+    // The checks made as the blob was written spare the hub reading it back from the disk.
+    let frames = blobs.frameChecks(of: file, hash)
+    let chunks = needed.map { entry, offset in
+      let frame = frames[Int64(offset)]
+      return AdoptedChunk(
+        id: entry.id.bytes, offset: Int64(offset), length: Int(entry.size),
+        check: frame?.length == Int(entry.size) ? frame?.check : nil)
     }
     do {
       return try await objects.adoptChunks(
-        file: path, descriptor: file.descriptor, chunks: chunks,
-        framePrefix: [ObjectFrame.raw.rawValue])
+        file: path, descriptor: file.descriptor, chunks: chunks, framePrefix: ContentStore.rawFrame)
     } catch {
       throw SyncError(error)
     }

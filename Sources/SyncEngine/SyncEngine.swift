@@ -509,6 +509,18 @@ public final class SyncEngine: @unchecked Sendable {
     }
   }
 
+  /// Whether the document at `path` has changes the hub does not have yet: a change not yet
+  /// recorded (open, or inside its quiet window), being recorded, or a version in the outbox.
+  /// What `user.docsync.state` reports as ` upload`, for scripts that wait for a file to be
+  /// safe elsewhere.
+  public func waitsToUpload(_ path: DocumentPath) -> Bool {
+    if changeLog.isPending(path) { return true }
+    return withLock {
+      recorder.isRecording(path)
+        || library.outbox.contains { library.known[$0]?.path == path }
+    }
+  }
+
   // MARK: - Versions, for `.versions`
 
   /// Every document in conflict and its conflict versions.

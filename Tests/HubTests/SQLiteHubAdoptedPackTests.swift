@@ -140,6 +140,75 @@ struct SQLiteHubAdoptedPackTests {
     #expect(try await hub.wantedObjects().isEmpty)
   }
 
+  /// The chunks of `file` with the checks a device computed as it wrote them (`bytes`).
+  static func withChecks(_ chunks: [AdoptedChunk], _ bytes: [[UInt8]]) -> [AdoptedChunk] {
+    zip(chunks, bytes).map { chunk, plain in
+      AdoptedChunk(
+        id: chunk.id, offset: chunk.offset, length: chunk.length,
+        check: plain.withUnsafeBytes { AdoptedChunk.frameCheck(prefix: [0], bytes: $0) })
+    }
+  }
+
+  /// The hub's stored check of each of `chunks`.
+  static func storedChecks(_ path: String, _ chunks: [AdoptedChunk]) async throws -> [[UInt8]] {
+    try await DatabaseQueue(path: path).read { db in
+      try chunks.map { chunk in
+        let check = try Data.fetchOne(
+          db, sql: #"SELECT "check" FROM objects WHERE id = ?"#, arguments: [Data(chunk.id)])
+        return Array(check ?? Data())
+      }
+    }
+  }
+
+  @Test func checksTheDeviceMadeAsItWroteAreKeptAndDamageIsStillFound() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: path)
+    let blob = folder.path + "/blob"
+    let (descriptor, plain, bytes) = try Self.file(blob, count: 20)
+    defer { close(descriptor) }
+    let chunks = Self.withChecks(plain, bytes)
+    // A chunk outside the hub's sample (0, 6, 12, 19) changes after the device checked it:
+    // the hub takes the device's checks without reading every chunk, and its read finds it.
+    let writer = open(blob, O_WRONLY)
+    var flipped = bytes[3][10] ^ 0xFF
+    #expect(pwrite(writer, &flipped, 1, off_t(chunks[3].offset + 10)) == 1)
+    close(writer)
+    #expect(
+      try await hub.adoptChunks(
+        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0])
+    )
+    #expect(try await Self.storedChecks(path, chunks) == chunks.map { $0.check! })
+    let read = try await hub.objects(chunks.map(\.id))
+    #expect(read[chunks[3].id] == nil)
+    for index in [0, 1, 2, 4, 19] { #expect(read[chunks[index].id] == [0] + bytes[index]) }
+    #expect(try await hub.wantedObjects() == [chunks[3].id])
+  }
+
+  @Test func aSampledCheckThatDoesNotMatchMakesTheHubCheckEveryChunk() async throws {
+    let folder = try ScratchFolder()
+    let path = folder.path + "/hub.sqlite"
+    let hub = try SQLiteHub(path: path)
+    let blob = folder.path + "/blob"
+    let (descriptor, plain, bytes) = try Self.file(blob, count: 8)
+    defer { close(descriptor) }
+    var chunks = Self.withChecks(plain, bytes)
+    // The device's check of the first chunk is wrong (a bug, not the disk): the hub makes its
+    // own of every chunk, and every chunk reads back.
+    chunks[0] = AdoptedChunk(
+      id: chunks[0].id, offset: chunks[0].offset, length: chunks[0].length,
+      check: [1, 0, 0, 0, 0, 0, 0, 0, 0])
+    #expect(
+      try await hub.adoptChunks(
+        file: blob, descriptor: descriptor, chunks: chunks, framePrefix: [0])
+    )
+    let own = Self.withChecks(plain, bytes).map { $0.check! }
+    #expect(try await Self.storedChecks(path, chunks) == own)
+    let read = try await hub.objects(chunks.map(\.id))
+    for (chunk, plain) in zip(chunks, bytes) { #expect(read[chunk.id] == [0] + plain) }
+    #expect(try await hub.wantedObjects().isEmpty)
+  }
+
   @Test func pruneMovesWhatLivesOutOfAMostlyDeadFileAndLetsItsNameGo() async throws {
     let folder = try ScratchFolder()
     let path = folder.path + "/hub.sqlite"

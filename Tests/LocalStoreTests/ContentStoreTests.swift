@@ -1,6 +1,7 @@
 import ContentModel
 import DocumentModel
 import Glibc
+import Hub
 import LocalStore
 import Testing
 
@@ -79,6 +80,33 @@ import Testing
     }
     #expect(content.isBlobFile(file, hash))
     #expect(!content.isBlobFile(try #require(content.openWorkingFile(7)), hash))
+  }
+
+  @Test func aLargeBlobKeepsTheHubsCheckOfEachChunkAsItWasWritten() throws {
+    let store = try LocalStore(directory: folder)
+    let content = store.content
+    // Above the size written around the page cache, where the hub would read it back from disk.
+    let data = bytes(Int(ContentStore.frameChecksMinimum) + 300_000, seed: 3)
+    workingFile(store, 9, data)
+    let (hash, _, chunks) = try content.addWorkingFile(9, durable: false)
+    let file = try #require(content.openBlob(hash))
+    let frames = content.frameChecks(of: file, hash)
+    #expect(frames.count == chunks.entries.count)
+    for (entry, offset) in chunks.placed {
+      let frame = try #require(frames[Int64(offset)])
+      #expect(frame.length == Int(entry.size))
+      let expected = data[Int(offset)..<Int(offset + entry.size)].withUnsafeBytes {
+        AdoptedChunk.frameCheck(prefix: ContentStore.rawFrame, bytes: $0)
+      }
+      #expect(frame.check == expected)
+    }
+    // A blob changed since (a failing disk, a hand) has none: the hub reads it itself.
+    damage(store, hash)
+    #expect(content.frameChecks(of: file, hash).isEmpty)
+    // A small blob keeps none: it is read back from the page cache.
+    workingFile(store, 10, bytes(700_000, seed: 4))
+    let (small, _, _) = try content.addWorkingFile(10, durable: false)
+    #expect(content.frameChecks(of: try #require(content.openBlob(small)), small).isEmpty)
   }
 
   @Test func aDamagedBlobNeverReadsAsItsContent() throws {
