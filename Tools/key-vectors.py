@@ -22,6 +22,7 @@ for n, c in ctxs.items(): print(n, derive(c, k).hex())
 idkey = derive(ctxs["objectIDs"], k)
 chunkkey = derive("docsync 2026-11-29 object id: chunk", idkey)
 print("hello chunk id", blake3.blake3(b"hello", key=chunkkey).hexdigest())
+print("record id", blake3.blake3(b"a record's canonical encoding", key=derive(ctxs["recordIDs"], k)).hexdigest())
 
 import math
 def padme(L):

@@ -46,6 +46,18 @@ import Testing
     #expect(id != ObjectHasher().id(of: Array("hello".utf8), kind: .chunk))
   }
 
+  @Test func recordIdsAreKeyedByTheEpoch() {
+    let encoding = Array("a record's canonical encoding".utf8)
+    let keys = EpochKeys(epoch: 1, key: epochKey)
+    #expect(
+      keys.recordID(ofEncoding: encoding).hex
+        == "39965be4b6ecac76d717a34465e87961a498c9cd111abd1042f2c270dfadf90a")
+    #expect(keys.recordID(ofEncoding: encoding) != VersionID(.sha256(encoding)))
+    #expect(
+      EpochKeys(epoch: 2, key: .random()).recordID(ofEncoding: encoding)
+        != keys.recordID(ofEncoding: encoding))
+  }
+
   @Test func twoEpochsShareNoKeyAndCutAtOtherBoundaries() {
     let first = EpochKeys(epoch: 1, key: .random())
     let second = EpochKeys(epoch: 2, key: .random())
