@@ -208,6 +208,10 @@ public struct KeyEnvelope: Sendable, Hashable {
     return binding("passphrase wrap", library: library, extra + salt)
   }
 
+  static func recoveryBinding(library: [UInt8]) -> [UInt8] {
+    binding("recovery wrap", library: library)
+  }
+
   static func epochBinding(library: [UInt8], epoch: UInt32) -> [UInt8] {
     var extra: [UInt8] = []
     append(UInt64(epoch), 4, to: &extra)

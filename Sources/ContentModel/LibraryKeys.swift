@@ -32,7 +32,7 @@ public struct LibraryKeys: Sendable {
         passphrase: try Self.wrap(master, passphrase: passphrase, parameters, library: library),
         recovery: WrappedKey(
           master, under: recoveryKey.wrappingKey,
-          binding: KeyEnvelope.binding("recovery wrap", library: library)),
+          binding: KeyEnvelope.recoveryBinding(library: library)),
         epochs: [Self.wrap(epochKey, epoch: 1, master: master, library: library)],
         devices: [
           EnvelopeDevice(
@@ -60,7 +60,7 @@ public struct LibraryKeys: Sendable {
     guard
       let master = envelope.recovery.unwrap(
         under: recoveryKey.wrappingKey,
-        binding: KeyEnvelope.binding("recovery wrap", library: envelope.library))
+        binding: KeyEnvelope.recoveryBinding(library: envelope.library))
     else { throw .wrongRecoveryKey }
     try self.init(checking: envelope, master: master)
   }
@@ -94,7 +94,7 @@ public struct LibraryKeys: Sendable {
     let recoveryKey = RecoveryKey.random()
     let wrap = WrappedKey(
       master, under: recoveryKey.wrappingKey,
-      binding: KeyEnvelope.binding("recovery wrap", library: envelope.library))
+      binding: KeyEnvelope.recoveryBinding(library: envelope.library))
     return (changed(recovery: wrap), recoveryKey)
   }
 

@@ -1,8 +1,8 @@
 /// PADMÉ padding (Nikitin et al., "Reducing Metadata Leakage from Encrypted Files and
-/// Communication with PURBs", PETS 2019): a length L becomes the next length whose low bits
-/// are zero, keeping about log₂ L − log₂ log₂ L significant bits, so that a stored size names
-/// one of O(log log L) sizes near it and costs at most 11.7 % more (129 bytes become 144; the
-/// 12 % bound is tested).
+/// Communication with PURBs", PETS 2019): a length L is rounded up so that only its
+/// ⌊log₂ ⌊log₂ L⌋⌋ + 1 highest bits may be set, so that a stored size names one of O(log log L)
+/// sizes near it and costs at most 11.6 % more (129 bytes become 144; the 12 % bound is
+/// tested).
 public enum Padme {
   /// The padded size of `length` bytes.
   public static func size(_ length: Int) -> Int {
