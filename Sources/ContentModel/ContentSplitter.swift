@@ -37,6 +37,15 @@ public struct ContentSplitter {
       pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + take)]))
       offset += take
       try cutPending(isFinal: false, emit)
+      // What is still pending came from this buffer, and enough of it follows for the direct
+      // path: it is read from the buffer again, so that only a seam between two buffers is
+      // copied, not every byte after it (a copy of each GiB on the chunker's thread).
+      let leftover = pending.count - start
+      if leftover > 0, leftover <= take, bytes.count - (offset - leftover) >= maximum {
+        offset -= leftover
+        pending.removeAll(keepingCapacity: true)
+        start = 0
+      }
     }
   }
 

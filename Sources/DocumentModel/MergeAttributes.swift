@@ -7,6 +7,7 @@
 /// runs none) leave the conflict to the person; `!merge` unsets it. The last matching line that
 /// says something about `merge` wins, as in git. As in git, a pattern matches the whole path
 /// only (`docs/**`, not `docs/`, reaches inside a folder), and negative patterns are ignored.
+/// The file is read by ``AttributeLine``, which ``PackageRules`` shares.
 public struct MergeAttributes: Hashable, Sendable {
   /// The root file that holds a library's attributes.
   public static let fileName = ".docsyncattributes"
@@ -28,8 +29,7 @@ public struct MergeAttributes: Hashable, Sendable {
   /// Parses the content of a `.docsyncattributes` file; lines that do not set `merge` are
   /// skipped.
   public init(fileContent: [UInt8]) {
-    lines = fileContent.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true)
-      .compactMap { Self.line($0) }
+    lines = AttributeLine.lines(of: fileContent).compactMap { Self.line($0) }
   }
 
   /// How many lines say something about `merge`.
@@ -43,29 +43,16 @@ public struct MergeAttributes: Hashable, Sendable {
     return .manual
   }
 
-  private static func line(_ raw: ArraySlice<UInt8>) -> Line? {
-    let blank: (UInt8) -> Bool = {
-      $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r")
+  private static func line(_ line: AttributeLine) -> Line? {
+    let policy: MergePolicy?
+    switch line.state(of: "merge") {
+    case nil: return nil
+    case .set, .value("text"): policy = .text
+    case .value("union"): policy = .union
+    case .unspecified: policy = nil
+    // `-merge`, `merge=binary` and any driver docsync does not run.
+    case .unset, .value: policy = .manual
     }
-    let fields = raw.split(whereSeparator: blank)
-    guard var first = fields.first, first.first != UInt8(ascii: "#"),
-      first.first != UInt8(ascii: "!")
-    else { return nil }
-    if first.first == UInt8(ascii: "\\") { first = first.dropFirst() }
-    guard let pattern = PathPattern(first) else { return nil }
-    // Within a line, as in git, a later attribute overrides an earlier one.
-    var said: MergePolicy??
-    for field in fields.dropFirst() {
-      switch String(decoding: field, as: UTF8.self) {
-      case "merge", "merge=text": said = .some(.text)
-      case "merge=union": said = .some(.union)
-      case "!merge": said = .some(nil)
-      case "-merge": said = .some(.manual)
-      case let other where other.hasPrefix("merge="): said = .some(.manual)
-      default: continue
-      }
-    }
-    guard let said else { return nil }
-    return Line(pattern: pattern, policy: said)
+    return Line(pattern: line.pattern, policy: policy)
   }
 }

@@ -5,9 +5,24 @@
 public enum VersionsName {
   /// The name of `record` in its document's `.versions` folder, as raw bytes.
   public static func name(for record: VersionRecord) -> [UInt8] {
+    name(
+      modified: record.modified, deviceName: record.deviceName, id: record.id,
+      documentName: record.path.name)
+  }
+
+  /// The name of a version of the document named `documentName` made at `modified` by the
+  /// device `deviceName`, whose id is `id`: what ``name(for:)`` gives a record.
+  ///
+  /// A package's conflict version uses it too: it is a folder, `.versions/<path>/<name>/`,
+  /// with the package's extension last (`2026-11-20T14.03.12Z_laptop_3f2a9c.scriv`) so that its
+  /// program still opens it; a `.git` package's versions have none (`.git` is a dot name), and
+  /// `git fetch .versions/repo/.git/<name>` reads one as a repository.
+  public static func name(
+    modified: HLCTimestamp, deviceName: String, id: VersionID, documentName: [UInt8]
+  ) -> [UInt8] {
     let prefix =
-      "\(record.modified.versionsTimeString)_\(sanitise(deviceName: record.deviceName))_\(record.id.shortHex)"
-    return Array(prefix.utf8) + fileExtension(of: record.path.name)
+      "\(modified.versionsTimeString)_\(sanitise(deviceName: deviceName))_\(id.shortHex)"
+    return Array(prefix.utf8) + fileExtension(of: documentName)
   }
 
   /// `name(for:)` as a String (lossy for names that are not UTF-8).

@@ -14,20 +14,28 @@ enum ObjectCheck {
 
   /// The check stored with `bytes` from now on.
   static func of(_ bytes: [UInt8]) -> [UInt8] {
-    let hash = XXHash64.hash(bytes)
-    return [xxHash64Tag] + withUnsafeBytes(of: hash.littleEndian) { Array($0) }
+    xxHash64(XXHash64.hash(bytes))
   }
 
   /// The check of `prefix` followed by `rest`, as ``of(_:)`` of the two end to end, without
   /// putting them together: a chunk taken in place, whose frame's first byte is not in its file.
   static func of(_ prefix: [UInt8], _ rest: UnsafeRawBufferPointer) -> [UInt8] {
+    xxHash64(hash64(prefix, rest))
+  }
+
+  /// The XXH64 value of `prefix` followed by `rest`.
+  static func hash64(_ prefix: [UInt8], _ rest: UnsafeRawBufferPointer) -> UInt64 {
     let state = XXH64_createState()!
     defer { XXH64_freeState(state) }
     XXH64_reset(state, 0)
     prefix.withUnsafeBytes { _ = XXH64_update(state, $0.baseAddress, $0.count) }
     XXH64_update(state, rest.baseAddress, rest.count)
-    let hash = XXH64_digest(state)
-    return [xxHash64Tag] + withUnsafeBytes(of: hash.littleEndian) { Array($0) }
+    return XXH64_digest(state)
+  }
+
+  /// The stored form of an XXH64 check of value `hash`.
+  static func xxHash64(_ hash: UInt64) -> [UInt8] {
+    [xxHash64Tag] + withUnsafeBytes(of: hash.littleEndian) { Array($0) }
   }
 
   /// Whether `bytes` are the bytes `check` was made of, whichever kind of check it is. A check

@@ -101,14 +101,16 @@ extension SQLiteHub {
     var supplied: [Data] = []
     supplied.reserveCapacity(chunks.count)
     for chunk in chunks {
-      guard let check = chunk.check, check.count == 9, check[0] == ObjectCheck.xxHash64Tag
-      else { return nil }
-      supplied.append(Data(check))
+      guard let hash = chunk.frameHash else { return nil }
+      supplied.append(Data(ObjectCheck.xxHash64(hash)))
     }
     let samples = Swift.min(Self.suppliedChecksSampled, chunks.count)
     for index in 0..<samples {
       let chunk = chunks[index * (chunks.count - 1) / Swift.max(1, samples - 1)]
-      guard try Self.check(chunk, in: pack, framePrefix: framePrefix) == chunk.check else {
+      guard
+        try Self.check(chunk, in: pack, framePrefix: framePrefix)
+          == chunk.frameHash.map(ObjectCheck.xxHash64)
+      else {
         return nil
       }
     }

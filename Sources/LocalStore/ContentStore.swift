@@ -200,11 +200,11 @@ public struct ContentStore: Sendable {
     // A large blob is written around the page cache: the checks the hub would make by reading
     // it back from the disk are made here, from the bytes in hand.
     let framed = (source.status().map { Int64($0.st_size) } ?? 0) >= Self.frameChecksMinimum
-    var frames: [Int64: (length: Int, check: [UInt8])] = [:]
+    var frames: [(offset: Int64, length: Int, check: UInt64)] = []
     var cut: Int64 = 0
     func frame(_ bytes: UnsafeRawBufferPointer, _ entry: ManifestEntry) {
       guard framed else { return }
-      frames[cut] = (bytes.count, AdoptedChunk.frameCheck(prefix: Self.rawFrame, bytes: bytes))
+      frames.append((cut, bytes.count, AdoptedChunk.frameHash(prefix: Self.rawFrame, bytes: bytes)))
       cut += Int64(bytes.count)
     }
     do throws(HubError) {
@@ -230,14 +230,23 @@ public struct ContentStore: Sendable {
   /// The first byte of a chunk stored raw (uncompressed): the frame whose checks are kept.
   public static let rawFrame: [UInt8] = [ObjectFrame.raw.rawValue]
 
-  /// The hub's checks of the raw frames of the chunks of `file`'s content `hash`, by offset,
-  /// as this run computed them when it wrote the blob; empty unless the file is still as it
-  /// was then.
+  /// What the hub's checks of the raw frames of the chunks of `file`'s content `hash` are made
+  /// of (``AdoptedChunk/frameHash(prefix:bytes:)``), by offset, as this run computed them when
+  /// it wrote the blob; empty unless the file is still as it was then and this run kept them.
   public func frameChecks(of file: ContentFile, _ hash: ContentHash) -> [Int64: (
-    length: Int, check: [UInt8]
+    length: Int, hash: UInt64
   )] {
     guard let identity = file.identity() else { return [:] }
-    return checked.frames(identity, hash)
+    var byOffset: [Int64: (length: Int, hash: UInt64)] = [:]
+    for frame in checked.frames(identity, hash) {
+      byOffset[frame.offset] = (frame.length, frame.check)
+    }
+    return byOffset
+  }
+
+  /// Lets go of the frame checks of `hash`: the hub has taken its chunks, or would not.
+  public func forgetFrameChecks(_ hash: ContentHash) {
+    checked.forgetFrames(hash)
   }
 
   /// Records the content of the working file of `inode` as a blob: the file is made durable

@@ -273,11 +273,12 @@ extension SyncEngine {
     guard compressible <= samples / 8 else { return false }
     // The checks made as the blob was written spare the hub reading it back from the disk.
     let frames = blobs.frameChecks(of: file, hash)
+    defer { blobs.forgetFrameChecks(hash) }
     let chunks = needed.map { entry, offset in
       let frame = frames[Int64(offset)]
       return AdoptedChunk(
         id: entry.id.bytes, offset: Int64(offset), length: Int(entry.size),
-        check: frame?.length == Int(entry.size) ? frame?.check : nil)
+        frameHash: frame?.length == Int(entry.size) ? frame?.hash : nil)
     }
     do {
       return try await objects.adoptChunks(

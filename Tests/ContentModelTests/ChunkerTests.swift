@@ -50,6 +50,24 @@ import Testing
     #expect(emitted == data, "the chunks handed out are the content, in order")
   }
 
+  /// Buffers of a fixed size, as a copy hands them over, around the largest chunk: each seam
+  /// between two buffers is cut as if the content came whole.
+  @Test(arguments: [4096, 65_536, 262_143, 262_144, 262_145, 600_000, 4 << 20])
+  func feedingInBuffersOfOneSizeCutsAsFeedingWhole(size: Int) {
+    var random = TestBytes(seed: 9)
+    let data = random.bytes(10 << 20)
+    let whole = entries(data)
+    var splitter = ContentSplitter()
+    var emitted: [UInt8] = []
+    for start in stride(from: 0, to: data.count, by: size) {
+      data[start..<min(start + size, data.count)].withUnsafeBytes {
+        splitter.append($0) { bytes, _ in emitted.append(contentsOf: bytes) }
+      }
+    }
+    #expect(splitter.finish { bytes, _ in emitted.append(contentsOf: bytes) } == whole)
+    #expect(emitted == data)
+  }
+
   /// The property the chunker exists for: an edit changes the chunks around it, no others.
   @Test func anEditChangesOnlyTheChunksAroundIt() {
     var random = TestBytes(seed: 3)

@@ -50,4 +50,44 @@ struct MergeAttributesTests {
     let everything = IgnoreRules(fileContent: Array("*\n".utf8))
     #expect(!everything.isIgnored(MergeAttributes.filePath))
   }
+
+  /// `merge` lines read by the shared attribute parser mean what they meant when
+  /// MergeAttributes read them itself: this is that earlier reading, field by field, over
+  /// random lines whose pattern matches every path.
+  @Test(arguments: 0..<20) func theSharedParserReadsMergeAsBefore(seed: Int) {
+    let fields = [
+      "merge", "merge=text", "merge=union", "-merge", "!merge", "merge=binary", "merge=",
+      "merge=text=x", "eol=lf", "-text", "package", "-package", "!", "-", "=x", "merged",
+    ]
+    func earlier(_ line: [String]) -> MergePolicy?? {
+      var said: MergePolicy??
+      for field in line {
+        switch field {
+        case "merge", "merge=text": said = .some(.text)
+        case "merge=union": said = .some(.union)
+        case "!merge": said = .some(nil)
+        case "-merge": said = .some(.manual)
+        case let other where other.hasPrefix("merge="): said = .some(.manual)
+        default: continue
+        }
+      }
+      return said
+    }
+    var random = SplitMix64(state: UInt64(seed))
+    var text = ""
+    var expected = MergePolicy.manual
+    for _ in 0..<random.below(12) {
+      let line = (0..<random.below(4)).map { _ in random.pick(fields) }
+      let separator = random.chance(50) ? " " : "\t"
+      switch random.below(10) {
+      case 0: text += "# * " + line.joined(separator: separator) + "\n"
+      case 1: text += "!* " + line.joined(separator: separator) + "\n"
+      default:
+        text += "*" + separator + line.joined(separator: separator)
+        text += random.chance(20) ? "\r\n" : "\n"
+        if let said = earlier(line) { expected = said ?? .manual }
+      }
+    }
+    #expect(policy(text, "notes/plan.md") == expected, "\(text)")
+  }
 }

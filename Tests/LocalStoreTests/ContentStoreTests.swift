@@ -96,13 +96,21 @@ import Testing
       let frame = try #require(frames[Int64(offset)])
       #expect(frame.length == Int(entry.size))
       let expected = data[Int(offset)..<Int(offset + entry.size)].withUnsafeBytes {
-        AdoptedChunk.frameCheck(prefix: ContentStore.rawFrame, bytes: $0)
+        AdoptedChunk.frameHash(prefix: ContentStore.rawFrame, bytes: $0)
       }
-      #expect(frame.check == expected)
+      #expect(frame.hash == expected)
     }
-    // A blob changed since (a failing disk, a hand) has none: the hub reads it itself.
-    damage(store, hash)
+    // Let go once used, and a blob changed since (a failing disk, a hand) has none: the hub
+    // reads those itself.
+    content.forgetFrameChecks(hash)
     #expect(content.frameChecks(of: file, hash).isEmpty)
+    workingFile(store, 11, data)
+    _ = try content.add(from: try #require(content.openWorkingFile(11)), replacing: true)
+    #expect(
+      content.frameChecks(of: try #require(content.openBlob(hash)), hash).count
+        == chunks.entries.count)
+    damage(store, hash)
+    #expect(content.frameChecks(of: try #require(content.openBlob(hash)), hash).isEmpty)
     // A small blob keeps none: it is read back from the page cache.
     workingFile(store, 10, bytes(700_000, seed: 4))
     let (small, _, _) = try content.addWorkingFile(10, durable: false)
