@@ -51,6 +51,24 @@ import Testing
       KeyError.recordRefused("x").description == "a sealed record was refused: x")
   }
 
+  @Test func fieldsSealedInAnEpochThisDeviceLacksSaySo() throws {
+    let (created, _, laptop) = try LibraryKeys.create(
+      passphrase: "p", parameters: .fastest, device: DeviceID(high: 1, low: 1))
+    let (withPhone, phone) = try created.addingDevice(DeviceID(high: 2, low: 2))
+    let removed = try withPhone.removingDevice(DeviceID(high: 2, low: 2))
+    let current = try laptop.keyring(from: removed.envelope)
+    let phoneKeyring = try phone.keyring(from: withPhone.envelope)
+    let sealed = RecordSealer(keys: current.current).seal(fields, record: record, parents: parents)
+    #expect(
+      try RecordSealer.open(sealed, record: record, parents: parents, keyring: current) == fields)
+    #expect(
+      throws: KeyError.recordRefused("sealed in key epoch 2, which this device does not have")
+    ) { try RecordSealer.open(sealed, record: record, parents: parents, keyring: phoneKeyring) }
+    // Fields of epoch 1 still open for the devices that remain.
+    let old = RecordSealer(keys: phoneKeyring.current).seal(fields, record: record, parents: [])
+    #expect(try RecordSealer.open(old, record: record, parents: [], keyring: current) == fields)
+  }
+
   @Test func everyChangedByteAndTruncationIsRefused() throws {
     let sealed = seal(fields, record: record, parents: parents)
     for index in sealed.indices {
