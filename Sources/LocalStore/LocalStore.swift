@@ -330,6 +330,23 @@ public final class LocalStore: @unchecked Sendable {
       // versions. Records it knows are passed over as they arrive; only the page reads cost.
       try db.execute(sql: "DELETE FROM sync_meta WHERE key = 'cursor'")
     }
+    migrator.registerMigration("v9: chunks present in partial working files") { db in
+      // Files on demand: a row per working file that holds part of its content. Nothing
+      // writes it yet; a docsync of before this step never makes partial files.
+      try db.execute(
+        sql: """
+          CREATE TABLE partial_content (
+            ino INTEGER PRIMARY KEY,
+            hash BLOB NOT NULL,
+            root BLOB NOT NULL,
+            presence BLOB NOT NULL,
+            size INTEGER NOT NULL,
+            file_ino INTEGER NOT NULL,
+            mtime_ns INTEGER NOT NULL,
+            ctime_ns INTEGER NOT NULL
+          );
+          """)
+    }
     return migrator
   }
 
