@@ -46,7 +46,10 @@ let package = Package(
     ),
     .target(
       name: "ContentModel",
-      dependencies: ["DocumentModel", "CBlake3", "CSodium", "CZstd"],
+      dependencies: [
+        "DocumentModel", "CBlake3", "CSodium", "CZstd",
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
       swiftSettings: strict
     ),
     .target(
@@ -148,7 +151,10 @@ let package = Package(
     ),
     .executableTarget(
       name: "bench-content",
-      dependencies: ["ContentModel", .product(name: "Crypto", package: "swift-crypto")],
+      dependencies: [
+        "CSodium", "ContentModel", "DocumentModel",
+        .product(name: "Crypto", package: "swift-crypto"),
+      ],
       path: "Tools/BenchContent",
       swiftSettings: strict
     ),

@@ -18,6 +18,12 @@ public struct ContentKeys: Sendable, Hashable {
     gear = GearTable(seed: Self.derive(librarySecret, label: "boundaries"))
   }
 
+  /// Keys derived elsewhere (``EpochKeys``): an id key of 32 bytes and the gear table's seed.
+  public init(idKey: [UInt8], gearSeed: [UInt8]) {
+    precondition(idKey.count == 32, "an id key has 32 bytes")
+    self.init(idKey: idKey, gear: GearTable(seed: gearSeed))
+  }
+
   private init(idKey: [UInt8], gear: GearTable) {
     self.idKey = idKey
     self.gear = gear

@@ -3,8 +3,10 @@
 // Run in release mode: `swift run -c release bench-content [--quick] [--text FOLDER]`.
 // These are the model's bytes (chunks and nodes as framed for storage); the end-to-end rows,
 // through mounts and hubs, come from Tools/bench once the engine syncs in chunks.
+import CSodium
 import ContentModel
 import Crypto
+import DocumentModel
 import Foundation
 
 let arguments = CommandLine.arguments
@@ -137,6 +139,74 @@ print(
   "chunking + ids + manifest             \(mibps(speedSize, cutAndHash))  \(String(format: "%.2f", sha / cutAndHash)) × SHA-256 alone"
 )
 print("  + zstd framing (incompressible)     \(mibps(speedSize, withFrames))")
+
+// 1b. Sealing (issue 41: not wired into sync yet), one core, the same random bytes in 64 KiB
+// chunks: `ObjectSealer` (AES-256-GCM under a key per seal, padding and framing included), the
+// other AEADs it was chosen against, then the whole pipeline of an encrypted push.
+print("\n== sealing 64 KiB chunks, one core (processor time, best of 3)")
+let sealKeys = EpochKeys(epoch: 1, key: .random())
+let sealer = ObjectSealer(keys: sealKeys)
+let sealKeyring = try! LibraryKeys.create(
+  passphrase: "bench", parameters: .fastest, device: DeviceID(high: 1, low: 1)
+).keys.keyring()
+let pieces: [[UInt8]] = stride(from: 0, to: speedSize, by: 64 << 10).map {
+  [ObjectFrame.raw.rawValue] + Array(speedData[$0..<min($0 + (64 << 10), speedSize)])
+}
+let pieceID = ObjectID(bytes: [UInt8](repeating: 7, count: 32))!
+let sealOnly = best {
+  for piece in pieces { _ = sealer.seal(frame: piece, id: pieceID, kind: .chunk) }
+}
+let sealedPieces = pieces.map {
+  ObjectSealer(keys: sealKeyring.current).seal(frame: $0, id: pieceID, kind: .chunk)
+}
+let openOnly = best {
+  for piece in sealedPieces {
+    _ = try! ObjectSealer.open(
+      piece, id: pieceID, kind: .chunk, keyring: sealKeyring, maximumSize: 256 << 10)
+  }
+}
+let chachaKey = SymmetricKey(size: .bits256)
+let sodiumKey = [UInt8](repeating: 3, count: 32)
+let sodiumNonce = [UInt8](repeating: 4, count: 24)
+let xchacha = best {
+  for piece in pieces {
+    var out = [UInt8](repeating: 0, count: piece.count + 16)
+    _ = crypto_aead_xchacha20poly1305_ietf_encrypt(
+      &out, nil, piece, UInt64(piece.count), nil, 0, nil, sodiumNonce, sodiumKey)
+  }
+}
+let chachaPoly = best {
+  for piece in pieces { _ = try! ChaChaPoly.seal(piece, using: chachaKey).combined }
+}
+let aesGCM = best {
+  for piece in pieces { _ = try! AES.GCM.seal(piece, using: chachaKey).combined }
+}
+let encryptedPush = best {
+  let keyed = ObjectHasher(keys: sealKeys.content)
+  var splitter = ContentSplitter(chunker: ContentChunker(keys: sealKeys.content), hasher: keyed)
+  let seal = { (bytes: UnsafeRawBufferPointer, entry: ManifestEntry) in
+    _ = sealer.seal(frame: compressor.frame(bytes), id: entry.id, kind: .chunk)
+  }
+  speedData.withUnsafeBytes { splitter.append($0, seal) }
+  _ = splitter.finish(seal)
+}
+print("seal (ObjectSealer: AES-GCM, own key) \(mibps(speedSize, sealOnly))")
+print("open (ObjectSealer)                   \(mibps(speedSize, openOnly))")
+print("XChaCha20-Poly1305 seal (libsodium)   \(mibps(speedSize, xchacha))")
+print("ChaChaPoly seal (swift-crypto)        \(mibps(speedSize, chachaPoly))")
+print("AES-256-GCM seal (swift-crypto)       \(mibps(speedSize, aesGCM))")
+print("chunking + keyed ids + zstd + seal    \(mibps(speedSize, encryptedPush))")
+// Unlocking: Argon2id at the standard parameters, once (it is seconds, not MiB/s).
+let unlockStart = Date()
+let unlock = seconds {
+  _ = try! PassphraseParameters.standard.key(
+    passphrase: "bench", salt: [UInt8](repeating: 1, count: PassphraseParameters.saltSize))
+}
+let unlockWall = Date().timeIntervalSince(unlockStart)
+let standard = PassphraseParameters.standard
+print(
+  "Argon2id unlock, \(standard.passes) passes over \(standard.memoryBytes >> 20) MiB   \(String(format: "%7.2f s (%.2f s wall)", unlock, unlockWall))"
+)
 
 // 2. One-byte edits of a large file.
 let largeSize = quick ? 128 << 20 : 1 << 30
