@@ -40,9 +40,11 @@ extension SQLiteHub: ObjectStore {
     let now = Int64(Date().timeIntervalSince1970)
     return try await write { db in
       var missing: [[UInt8]] = []
+      // Statements prepared once a call, as in every per-object loop here: 10,000 small files
+      // compiled each statement 10,000 times, a sixth of a new device's initial sync.
+      let touch = try db.cachedStatement(sql: "UPDATE objects SET touched = ? WHERE id = ?")
       for id in ids {
-        try db.execute(
-          sql: "UPDATE objects SET touched = ? WHERE id = ?", arguments: [now, Data(id)])
+        try touch.execute(arguments: [now, Data(id)])
         if db.changesCount == 0 { missing.append(id) }
       }
       return missing
@@ -65,19 +67,17 @@ extension SQLiteHub: ObjectStore {
       // that name them commit.
       var fresh: [Int] = []
       var batch: Set<Data> = []
+      let touch = try db.cachedStatement(sql: "UPDATE objects SET touched = ? WHERE id = ?")
+      let exists = try db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?)")
       for (index, row) in rows.enumerated() {
         if batch.contains(row.id) { continue }
-        try db.execute(
-          sql: "UPDATE objects SET touched = ? WHERE id = ?", arguments: [now, row.id])
+        try touch.execute(arguments: [now, row.id])
         if db.changesCount > 0 { continue }
         if let refs = row.refs {
           for offset in stride(from: 0, to: refs.count, by: 32) {
             let child = Data(refs[(refs.startIndex + offset)..<(refs.startIndex + offset + 32)])
             if batch.contains(child) { continue }
-            let present =
-              try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM objects WHERE id = ?)",
-                arguments: [child]) ?? false
+            let present = try Bool.fetchOne(exists, arguments: [child]) ?? false
             guard present else { throw HubError.missingBlob(Array(child)) }
           }
         }
@@ -86,15 +86,17 @@ extension SQLiteHub: ObjectStore {
       }
       guard !fresh.isEmpty else { return }
       let (pack, offsets) = try packs.append(fresh.map { rows[$0].data })
+      let insert = try db.cachedStatement(
+        sql: """
+          INSERT INTO objects (id, data, "check", refs, touched, pack, "offset", length)
+          VALUES (?, X'', ?, ?, ?, ?, ?, ?)
+          """)
+      let unwant = try db.cachedStatement(sql: "DELETE FROM wanted_objects WHERE id = ?")
       for (index, offset) in zip(fresh, offsets) {
         let row = rows[index]
-        try db.execute(
-          sql: """
-            INSERT INTO objects (id, data, "check", refs, touched, pack, "offset", length)
-            VALUES (?, X'', ?, ?, ?, ?, ?, ?)
-            """,
+        try insert.execute(
           arguments: [row.id, row.check, row.refs, now, pack, offset, row.data.count])
-        try db.execute(sql: "DELETE FROM wanted_objects WHERE id = ?", arguments: [row.id])
+        try unwant.execute(arguments: [row.id])
       }
     }
   }
@@ -151,7 +153,8 @@ extension SQLiteHub: ObjectStore {
   {
     guard
       let row = try Row.fetchOne(
-        db, sql: #"SELECT data, "check", pack, "offset", length FROM objects WHERE id = ?"#,
+        db.cachedStatement(
+          sql: #"SELECT data, "check", pack, "offset", length FROM objects WHERE id = ?"#),
         arguments: [Data(id)])
     else { return nil }
     let check = Array(row["check"] as Data)
