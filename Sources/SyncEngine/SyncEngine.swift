@@ -513,11 +513,17 @@ public final class SyncEngine: @unchecked Sendable {
   /// recorded (open, or inside its quiet window), being recorded, or a version in the outbox.
   /// What `user.docsync.state` reports as ` upload`, for scripts that wait for a file to be
   /// safe elsewhere.
+  ///
+  /// Only the path's heads are looked up (in memory: a FUSE request waits on this): a version of
+  /// the path in the outbox that is no head has a later one made here, also in the outbox, as
+  /// no other device can follow a version it has not received.
   public func waitsToUpload(_ path: DocumentPath) -> Bool {
     if changeLog.isPending(path) { return true }
     return withLock {
-      recorder.isRecording(path)
-        || library.outbox.contains { library.known[$0]?.path == path }
+      if recorder.isRecording(path) { return true }
+      var heads = (library.state.conflicts[path] ?? []).map(\.id)
+      if case .document(let record)? = library.state.entries[path] { heads.append(record.id) }
+      return heads.contains { library.outbox.contains($0) }
     }
   }
 
